@@ -1,0 +1,126 @@
+#include "hal/allocator.h"
+
+namespace hal {
+
+namespace {
+void UpdatePeak(std::atomic<DeviceSize>& peak, DeviceSize value) {
+  DeviceSize prev = peak.load(std::memory_order_relaxed);
+  while (prev < value &&
+         !peak.compare_exchange_weak(prev, value, std::memory_order_relaxed)) {
+  }
+}
+bool IsPowerOfTwo(DeviceSize v) { return v && !(v & (v - 1)); }
+}  // namespace
+
+Status Allocator::ValidateParams(const BufferParams& params) const {
+  if (!Any(params.type)) {
+    return InvalidArgumentError("buffer memory type is NONE");
+  }
+  if (!Any(params.usage)) {
+    return InvalidArgumentError("buffer usage is NONE");
+  }
+  if (!Any(params.access)) {
+    return InvalidArgumentError("buffer access is NONE");
+  }
+  if (params.queue_affinity == 0) {
+    return InvalidArgumentError("buffer queue affinity is empty");
+  }
+  if (params.min_alignment != 0 &&
+      (!IsPowerOfTwo(params.min_alignment) ||
+       params.min_alignment > kMaxAlignment)) {
+    return InvalidArgumentError(
+        "min_alignment %llu is not a power of two up to %llu",
+        (unsigned long long)params.min_alignment,
+        (unsigned long long)kMaxAlignment);
+  }
+  if (Any(params.usage & BufferUsage::kMapping) &&
+      !AllOf(params.type, MemoryType::kHostVisible) &&
+      !AllOf(params.type, MemoryType::kOptimal)) {
+    return InvalidArgumentError(
+        "mapping usage requested for memory type %s that is not HOST_VISIBLE",
+        MemoryTypeString(params.type).c_str());
+  }
+  return OkStatus();
+}
+
+BufferCompatibility Allocator::QueryCompatibility(const BufferParams& params,
+                                                  DeviceSize size,
+                                                  BufferParams* out_resolved) {
+  if (!ValidateParams(params).ok()) return BufferCompatibility::kNone;
+  BufferParams resolved = params;
+  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  if (out_resolved) *out_resolved = resolved;
+  return c;
+}
+
+StatusOr<Ref<Buffer>> Allocator::AllocateBuffer(const BufferParams& params,
+                                                 DeviceSize size) {
+  HAL_RETURN_IF_ERROR(ValidateParams(params));
+  BufferParams resolved = params;
+  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  if (!Any(c & BufferCompatibility::kAllocatable)) {
+    return InvalidArgumentError(
+        "allocator cannot allocate %llu bytes of memory type %s with usage %s",
+        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
+        BufferUsageString(params.usage).c_str());
+  }
+  return AllocateBufferImpl(resolved, size);
+}
+
+StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
+    const BufferParams& params, void* ptr, DeviceSize size,
+    ReleaseCallback release) {
+  HAL_RETURN_IF_ERROR(ValidateParams(params));
+  if (!ptr && size != 0) {
+    return InvalidArgumentError("import of a null host pointer");
+  }
+  if (!AllOf(params.type, MemoryType::kHostVisible)) {
+    return InvalidArgumentError(
+        "host allocations import as HOST_VISIBLE memory, not %s",
+        MemoryTypeString(params.type).c_str());
+  }
+  if (params.min_alignment &&
+      reinterpret_cast<uintptr_t>(ptr) % params.min_alignment != 0) {
+    return InvalidArgumentError("host pointer %p is not aligned to %llu", ptr,
+                                (unsigned long long)params.min_alignment);
+  }
+  BufferParams resolved = params;
+  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  if (!Any(c & BufferCompatibility::kImportable)) {
+    return InvalidArgumentError("allocator cannot import memory type %s",
+                                MemoryTypeString(params.type).c_str());
+  }
+  return ImportHostAllocationImpl(resolved, ptr, size, std::move(release));
+}
+
+void Allocator::RecordAllocate(MemoryType type, DeviceSize size) {
+  bool device = AllOf(type, MemoryType::kDeviceLocal);
+  auto& bytes = device ? device_bytes_ : host_bytes_;
+  DeviceSize now = bytes.fetch_add(size, std::memory_order_relaxed) + size;
+  UpdatePeak(device ? device_peak_ : host_peak_, now);
+  (device ? device_total_ : host_total_).fetch_add(size, std::memory_order_relaxed);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  total_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Allocator::RecordFree(MemoryType type, DeviceSize size) {
+  bool device = AllOf(type, MemoryType::kDeviceLocal);
+  (device ? device_bytes_ : host_bytes_).fetch_sub(size, std::memory_order_relaxed);
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+AllocatorStatistics Allocator::statistics() const {
+  AllocatorStatistics s;
+  s.host_bytes_allocated = host_bytes_.load();
+  s.host_bytes_peak = host_peak_.load();
+  s.host_bytes_total = host_total_.load();
+  s.device_bytes_allocated = device_bytes_.load();
+  s.device_bytes_peak = device_peak_.load();
+  s.device_bytes_total = device_total_.load();
+  s.live_allocations = live_.load();
+  s.total_allocations = total_.load();
+  s.imports = imports_.load();
+  return s;
+}
+
+}  // namespace hal

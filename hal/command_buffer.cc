@@ -1,0 +1,326 @@
+#include "hal/command_buffer.h"
+
+#include <cstring>
+
+namespace hal {
+
+StatusOr<Ref<CommandBuffer>> CommandBuffer::Create(CommandBufferMode mode,
+                                                   CommandCategory categories,
+                                                   QueueAffinity affinity,
+                                                   uint32_t binding_capacity) {
+  if (!Any(categories)) {
+    return InvalidArgumentError("command buffer needs at least one category");
+  }
+  if (Any(categories & ~CommandCategory::kAny)) {
+    return InvalidArgumentError("unknown command category bits 0x%x",
+                                static_cast<unsigned>(categories));
+  }
+  if (mode != CommandBufferMode::kOneShot && mode != CommandBufferMode::kReusable) {
+    return InvalidArgumentError("unknown command buffer mode %u",
+                                static_cast<unsigned>(mode));
+  }
+  if (affinity == 0) {
+    return InvalidArgumentError("command buffer queue affinity is empty");
+  }
+  return Ref<CommandBuffer>::Adopt(
+      new CommandBuffer(mode, categories, affinity, binding_capacity));
+}
+
+Status CommandBuffer::Begin() {
+  if (state_ != State::kInitial) {
+    return FailedPreconditionError(
+        "command buffer Begin: already %s",
+        state_ == State::kRecording ? "recording" : "ended");
+  }
+  state_ = State::kRecording;
+  return OkStatus();
+}
+
+Status CommandBuffer::End() {
+  if (state_ != State::kRecording) {
+    return FailedPreconditionError("command buffer End: not recording");
+  }
+  if (debug_depth_ != 0) {
+    return FailedPreconditionError("command buffer End: %d debug group(s) open",
+                                   debug_depth_);
+  }
+  state_ = State::kExecutable;
+  return OkStatus();
+}
+
+Status CommandBuffer::CheckRecording(CommandCategory category,
+                                     const char* what) const {
+  if (state_ != State::kRecording) {
+    return FailedPreconditionError(
+        "%s: command buffer is not recording (%s)", what,
+        state_ == State::kInitial ? "Begin not called" : "already ended");
+  }
+  if (Any(category) && !AllOf(categories_, category)) {
+    return InvalidArgumentError(
+        "%s: command buffer categories 0x%x do not allow this command", what,
+        static_cast<unsigned>(categories_));
+  }
+  return OkStatus();
+}
+
+Status CommandBuffer::BeginDebugGroup(const std::string& label) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "BeginDebugGroup"));
+  ++debug_depth_;
+  commands_.emplace_back(cmd::BeginDebugGroup{label});
+  return OkStatus();
+}
+
+Status CommandBuffer::EndDebugGroup() {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "EndDebugGroup"));
+  if (debug_depth_ == 0) {
+    return FailedPreconditionError("EndDebugGroup without BeginDebugGroup");
+  }
+  --debug_depth_;
+  commands_.emplace_back(cmd::EndDebugGroup{});
+  return OkStatus();
+}
+
+Status CommandBuffer::ExecutionBarrier() {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "ExecutionBarrier"));
+  commands_.emplace_back(cmd::Barrier{});
+  return OkStatus();
+}
+
+Status CommandBuffer::SignalEvent(Event* event) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "SignalEvent"));
+  if (!event) return InvalidArgumentError("SignalEvent: event is null");
+  commands_.emplace_back(cmd::SignalEvent{Ref<Event>(event)});
+  return OkStatus();
+}
+
+Status CommandBuffer::ResetEvent(Event* event) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "ResetEvent"));
+  if (!event) return InvalidArgumentError("ResetEvent: event is null");
+  commands_.emplace_back(cmd::ResetEvent{Ref<Event>(event)});
+  return OkStatus();
+}
+
+Status CommandBuffer::WaitEvents(std::span<Event* const> events) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "WaitEvents"));
+  if (events.empty()) return InvalidArgumentError("WaitEvents: no events");
+  cmd::WaitEvents c;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i]) return InvalidArgumentError("WaitEvents: event %zu is null", i);
+    c.events.emplace_back(events[i]);
+  }
+  commands_.emplace_back(std::move(c));
+  return OkStatus();
+}
+
+Status CommandBuffer::ValidateRef(BufferRef& ref, BufferUsage usage,
+                                  DeviceSize length, const char* what) const {
+  if (ref.is_slot()) {
+    if (ref.slot >= binding_capacity_) {
+      return InvalidArgumentError(
+          "%s: binding slot %u is not below the binding capacity %u", what,
+          ref.slot, binding_capacity_);
+    }
+    if (ref.length != kWholeBuffer && length != kWholeBuffer &&
+        length > ref.length) {
+      return OutOfRangeError("%s: %llu bytes do not fit the slot range of %llu",
+                             what, (unsigned long long)length,
+                             (unsigned long long)ref.length);
+    }
+    return OkStatus();
+  }
+  DeviceSize resolved = 0;
+  HAL_RETURN_IF_ERROR(
+      ref.buffer->ValidateAccess(usage, ref.offset, ref.length, &resolved, what));
+  if (length != kWholeBuffer && length > resolved) {
+    return OutOfRangeError(
+        "%s: %llu bytes at offset %llu do not fit the buffer of %llu bytes",
+        what, (unsigned long long)length, (unsigned long long)ref.offset,
+        (unsigned long long)ref.buffer->byte_length());
+  }
+  ref.length = resolved;
+  return OkStatus();
+}
+
+Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
+                                 size_t pattern_length) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "FillBuffer"));
+  if (!pattern) return InvalidArgumentError("FillBuffer: pattern is null");
+  if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
+    return InvalidArgumentError("FillBuffer: pattern length %zu is not 1, 2 or 4",
+                                pattern_length);
+  }
+  BufferRef ref = target;
+  HAL_RETURN_IF_ERROR(
+      ValidateRef(ref, BufferUsage::kTransferTarget, kWholeBuffer, "FillBuffer"));
+  if (ref.offset % pattern_length ||
+      (ref.length != kWholeBuffer && ref.length % pattern_length)) {
+    return InvalidArgumentError(
+        "FillBuffer: offset %llu and length %llu must be multiples of the "
+        "pattern length %zu",
+        (unsigned long long)ref.offset, (unsigned long long)ref.length,
+        pattern_length);
+  }
+  uint32_t p = 0;
+  std::memcpy(&p, pattern, pattern_length);
+  commands_.emplace_back(
+      cmd::Fill{std::move(ref), p, static_cast<uint8_t>(pattern_length)});
+  return OkStatus();
+}
+
+Status CommandBuffer::UpdateBuffer(const void* source, const BufferRef& target) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "UpdateBuffer"));
+  if (target.length == kWholeBuffer) {
+    return InvalidArgumentError("UpdateBuffer: the target length must be explicit");
+  }
+  if (target.length > kMaxUpdateBytes) {
+    return InvalidArgumentError("UpdateBuffer: %llu bytes exceed the limit of %llu",
+                                (unsigned long long)target.length,
+                                (unsigned long long)kMaxUpdateBytes);
+  }
+  if (!source && target.length) {
+    return InvalidArgumentError("UpdateBuffer: source is null");
+  }
+  BufferRef ref = target;
+  HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kTransferTarget, target.length,
+                                  "UpdateBuffer"));
+  size_t data_offset = data_.size();
+  const uint8_t* bytes = static_cast<const uint8_t*>(source);
+  data_.insert(data_.end(), bytes, bytes + target.length);
+  commands_.emplace_back(cmd::Update{std::move(ref), data_offset});
+  return OkStatus();
+}
+
+Status CommandBuffer::CopyBuffer(const BufferRef& source, const BufferRef& target,
+                                 DeviceSize length) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "CopyBuffer"));
+  if (length == kWholeBuffer) {
+    return InvalidArgumentError("CopyBuffer: length must be explicit");
+  }
+  BufferRef src = source, dst = target;
+  HAL_RETURN_IF_ERROR(
+      ValidateRef(src, BufferUsage::kTransferSource, length, "CopyBuffer source"));
+  HAL_RETURN_IF_ERROR(
+      ValidateRef(dst, BufferUsage::kTransferTarget, length, "CopyBuffer target"));
+  if (!src.is_slot() && !dst.is_slot() &&
+      src.buffer->allocated_buffer() == dst.buffer->allocated_buffer()) {
+    DeviceSize s = src.buffer->byte_offset() + src.offset;
+    DeviceSize d = dst.buffer->byte_offset() + dst.offset;
+    if (s < d + length && d < s + length && length) {
+      return InvalidArgumentError("CopyBuffer: source and target ranges overlap");
+    }
+  }
+  commands_.emplace_back(cmd::Copy{std::move(src), std::move(dst), length});
+  return OkStatus();
+}
+
+Status CommandBuffer::Dispatch(const DispatchParams&) {
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kDispatch, "Dispatch"));
+  return UnimplementedError(
+      "Dispatch: executables and dispatch are not implemented yet (see "
+      "docs/status.md)");
+}
+
+Status CommandBuffer::ValidateSlotRef(const BufferRef& ref, DeviceSize length,
+                                      BufferUsage usage, BindingTable table,
+                                      const char* what) const {
+  if (!ref.is_slot()) {
+    // Direct buffers were validated at record time; only their state may
+    // have changed since (a dealloca).
+    return ref.buffer->ValidateAccess(usage, ref.offset, ref.length, &length, what);
+  }
+  const Binding& b = table[ref.slot];
+  if (!b.buffer) {
+    return InvalidArgumentError("%s: binding table slot %u is empty", what, ref.slot);
+  }
+  DeviceSize entry_length = 0;
+  HAL_RETURN_IF_ERROR(
+      b.buffer->ValidateAccess(usage, b.offset, b.length, &entry_length, what));
+  DeviceSize resolved = 0;
+  if (!ResolveRange(entry_length, ref.offset, ref.length, &resolved) ||
+      (length != kWholeBuffer && length > resolved)) {
+    return OutOfRangeError(
+        "%s: range [%llu, +%llu) is outside binding slot %u of %llu bytes", what,
+        (unsigned long long)ref.offset,
+        (unsigned long long)(length != kWholeBuffer ? length : ref.length),
+        ref.slot, (unsigned long long)entry_length);
+  }
+  return OkStatus();
+}
+
+Status CommandBuffer::ValidateSubmission(BindingTable table) {
+  if (state_ != State::kExecutable) {
+    return FailedPreconditionError(
+        "queue_execute: command buffer was not ended");
+  }
+  if (mode_ == CommandBufferMode::kOneShot && submitted_.load()) {
+    return FailedPreconditionError(
+        "queue_execute: one-shot command buffer was already submitted");
+  }
+  if (table.size() < binding_capacity_) {
+    return InvalidArgumentError(
+        "queue_execute: binding table has %zu entries, the command buffer "
+        "needs %u",
+        table.size(), binding_capacity_);
+  }
+  for (const Command& c : commands_) {
+    Status s;
+    if (auto* f = std::get_if<cmd::Fill>(&c)) {
+      s = ValidateSlotRef(f->target, kWholeBuffer, BufferUsage::kTransferTarget,
+                          table, "FillBuffer");
+      if (s.ok() && f->target.is_slot()) {
+        ResolvedRef r = ResolveRef(f->target, table);
+        if (r.offset % f->pattern_length || r.length % f->pattern_length) {
+          s = InvalidArgumentError(
+              "FillBuffer: slot %u range is not a multiple of the pattern "
+              "length %u",
+              f->target.slot, f->pattern_length);
+        }
+      }
+    } else if (auto* u = std::get_if<cmd::Update>(&c)) {
+      s = ValidateSlotRef(u->target, u->target.length,
+                          BufferUsage::kTransferTarget, table, "UpdateBuffer");
+    } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
+      s = ValidateSlotRef(cp->source, cp->length, BufferUsage::kTransferSource,
+                          table, "CopyBuffer source");
+      if (s.ok()) {
+        s = ValidateSlotRef(cp->target, cp->length, BufferUsage::kTransferTarget,
+                            table, "CopyBuffer target");
+      }
+      if (s.ok() && (cp->source.is_slot() || cp->target.is_slot()) && cp->length) {
+        ResolvedRef a = ResolveRef(cp->source, table);
+        ResolvedRef b = ResolveRef(cp->target, table);
+        if (a.buffer == b.buffer && a.offset < b.offset + cp->length &&
+            b.offset < a.offset + cp->length) {
+          s = InvalidArgumentError("CopyBuffer: source and target ranges overlap");
+        }
+      }
+    }
+    HAL_RETURN_IF_ERROR(s);
+  }
+  if (mode_ == CommandBufferMode::kOneShot && submitted_.exchange(true)) {
+    return FailedPreconditionError(
+        "queue_execute: one-shot command buffer was already submitted");
+  }
+  return OkStatus();
+}
+
+ResolvedRef CommandBuffer::ResolveRef(const BufferRef& ref, BindingTable table) {
+  Buffer* buffer;
+  DeviceSize base, window;
+  if (ref.is_slot()) {
+    const Binding& b = table[ref.slot];
+    buffer = b.buffer;
+    base = b.offset;
+    ResolveRange(b.buffer->byte_length(), b.offset, b.length, &window);
+  } else {
+    buffer = ref.buffer.get();
+    base = 0;
+    window = buffer->byte_length();
+  }
+  DeviceSize length = 0;
+  ResolveRange(window, ref.offset, ref.length, &length);
+  return ResolvedRef{buffer->allocated_buffer(),
+                     buffer->byte_offset() + base + ref.offset, length};
+}
+
+}  // namespace hal

@@ -1,0 +1,323 @@
+#include "hal/device.h"
+
+#include <bit>
+#include <cstring>
+
+namespace hal {
+
+int Device::FirstQueue(QueueAffinity affinity) {
+  return affinity ? std::countr_zero(affinity) : 0;
+}
+
+Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal,
+                             QueueAffinity* out_affinity) const {
+  QueueAffinity masked = affinity & queue_mask();
+  if (masked == 0) {
+    return InvalidArgumentError(
+        "queue affinity 0x%llx selects none of the device's %d queue(s)",
+        (unsigned long long)affinity, queue_count());
+  }
+  HAL_RETURN_IF_ERROR(ValidateSemaphoreList(wait, "wait"));
+  HAL_RETURN_IF_ERROR(ValidateSemaphoreList(signal, "signal"));
+  *out_affinity = masked;
+  return OkStatus();
+}
+
+StatusOr<Ref<Semaphore>> Device::CreateSemaphore(uint64_t initial_value) {
+  return CreateSemaphoreImpl(initial_value);
+}
+
+StatusOr<Ref<Semaphore>> Device::CreateSemaphoreImpl(uint64_t initial_value) {
+  return Semaphore::Create(initial_value);
+}
+
+StatusOr<Ref<Event>> Device::CreateEvent() { return Event::Create(); }
+
+StatusOr<Ref<CommandBuffer>> Device::CreateCommandBuffer(
+    CommandBufferMode mode, CommandCategory categories, QueueAffinity affinity,
+    uint32_t binding_capacity) {
+  if ((affinity & queue_mask()) == 0) {
+    return InvalidArgumentError(
+        "command buffer affinity 0x%llx selects none of the device's queues",
+        (unsigned long long)affinity);
+  }
+  return CommandBuffer::Create(mode, categories, affinity & queue_mask(),
+                               binding_capacity);
+}
+
+StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
+                                          SemaphoreList wait,
+                                          SemaphoreList signal,
+                                          const BufferParams& params,
+                                          DeviceSize size) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  return QueueAllocaImpl(q, wait, signal, params, size);
+}
+
+Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal, Buffer* buffer) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  if (!buffer) return InvalidArgumentError("queue_dealloca of a null buffer");
+  if (buffer->allocated_buffer() != buffer) {
+    return InvalidArgumentError("queue_dealloca of a subspan; pass the allocated buffer");
+  }
+  BufferState prior = buffer->state();
+  if (prior != BufferState::kLive && prior != BufferState::kReserved) {
+    return FailedPreconditionError("queue_dealloca: buffer is %s",
+                                   BufferStateName(prior));
+  }
+  if (!buffer->TransitionState(prior, BufferState::kDeallocaQueued)) {
+    return FailedPreconditionError("queue_dealloca: raced with another dealloca");
+  }
+  Status s = QueueDeallocaImpl(q, wait, signal, buffer);
+  if (!s.ok()) buffer->TransitionState(BufferState::kDeallocaQueued, prior);
+  return s;
+}
+
+namespace {
+Status ValidateFill(Buffer* target, DeviceSize offset, DeviceSize length,
+                    const void* pattern, size_t pattern_length,
+                    DeviceSize* out_length) {
+  if (!target) return InvalidArgumentError("queue_fill of a null buffer");
+  if (!pattern) return InvalidArgumentError("queue_fill: pattern is null");
+  if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
+    return InvalidArgumentError("queue_fill: pattern length %zu is not 1, 2 or 4",
+                                pattern_length);
+  }
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
+                                             length, out_length, "queue_fill"));
+  if (offset % pattern_length || *out_length % pattern_length) {
+    return InvalidArgumentError(
+        "queue_fill: offset %llu and length %llu must be multiples of the "
+        "pattern length %zu",
+        (unsigned long long)offset, (unsigned long long)*out_length,
+        pattern_length);
+  }
+  return OkStatus();
+}
+
+Status ValidateExplicit(DeviceSize length, const char* what) {
+  if (length == kWholeBuffer) {
+    return InvalidArgumentError("%s: length must be explicit", what);
+  }
+  return OkStatus();
+}
+}  // namespace
+
+Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
+                         SemaphoreList signal, Buffer* target, DeviceSize offset,
+                         DeviceSize length, const void* pattern,
+                         size_t pattern_length) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  DeviceSize resolved;
+  HAL_RETURN_IF_ERROR(
+      ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
+  return QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
+                       pattern_length);
+}
+
+Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal, const void* source,
+                           Buffer* target, DeviceSize offset, DeviceSize length) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_update"));
+  if (!target) return InvalidArgumentError("queue_update of a null buffer");
+  if (!source && length) return InvalidArgumentError("queue_update: source is null");
+  DeviceSize resolved;
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
+                                             length, &resolved, "queue_update"));
+  return QueueUpdateImpl(q, wait, signal, source, target, offset, length);
+}
+
+Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
+                         SemaphoreList signal, Buffer* source,
+                         DeviceSize source_offset, Buffer* target,
+                         DeviceSize target_offset, DeviceSize length) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_copy"));
+  if (!source || !target) return InvalidArgumentError("queue_copy of a null buffer");
+  DeviceSize r;
+  HAL_RETURN_IF_ERROR(source->ValidateAccess(BufferUsage::kTransferSource,
+                                             source_offset, length, &r,
+                                             "queue_copy source"));
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget,
+                                             target_offset, length, &r,
+                                             "queue_copy target"));
+  if (source->allocated_buffer() == target->allocated_buffer() && length) {
+    DeviceSize s = source->byte_offset() + source_offset;
+    DeviceSize d = target->byte_offset() + target_offset;
+    if (s < d + length && d < s + length) {
+      return InvalidArgumentError("queue_copy: source and target ranges overlap");
+    }
+  }
+  return QueueCopyImpl(q, wait, signal, source, source_offset, target,
+                       target_offset, length);
+}
+
+Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
+                         SemaphoreList signal, File* source,
+                         uint64_t source_offset, Buffer* target,
+                         DeviceSize target_offset, DeviceSize length) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_read"));
+  if (!source) return InvalidArgumentError("queue_read of a null file");
+  if (!target) return InvalidArgumentError("queue_read into a null buffer");
+  if (!source->can_read()) {
+    return PermissionDeniedError("queue_read: file was not opened for reading");
+  }
+  DeviceSize r;
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget,
+                                             target_offset, length, &r,
+                                             "queue_read target"));
+  HAL_ASSIGN_OR_RETURN(uint64_t file_length, source->Length());
+  if (source_offset > file_length || length > file_length - source_offset) {
+    return OutOfRangeError("queue_read: [%llu, +%llu) past the end of the file (%llu bytes)",
+                           (unsigned long long)source_offset,
+                           (unsigned long long)length,
+                           (unsigned long long)file_length);
+  }
+  return QueueReadImpl(q, wait, signal, source, source_offset, target,
+                       target_offset, length);
+}
+
+Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
+                          SemaphoreList signal, Buffer* source,
+                          DeviceSize source_offset, File* target,
+                          uint64_t target_offset, DeviceSize length) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_write"));
+  if (!source) return InvalidArgumentError("queue_write of a null buffer");
+  if (!target) return InvalidArgumentError("queue_write into a null file");
+  if (!target->can_write()) {
+    return PermissionDeniedError("queue_write: file was not opened for writing");
+  }
+  DeviceSize r;
+  HAL_RETURN_IF_ERROR(source->ValidateAccess(BufferUsage::kTransferSource,
+                                             source_offset, length, &r,
+                                             "queue_write source"));
+  return QueueWriteImpl(q, wait, signal, source, source_offset, target,
+                        target_offset, length);
+}
+
+Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
+                            SemaphoreList signal, CommandBuffer* command_buffer,
+                            BindingTable bindings) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  if (command_buffer) {
+    if ((command_buffer->queue_affinity() & q) == 0) {
+      return InvalidArgumentError(
+          "queue_execute: affinity 0x%llx does not intersect the command "
+          "buffer's 0x%llx",
+          (unsigned long long)q,
+          (unsigned long long)command_buffer->queue_affinity());
+    }
+    q &= command_buffer->queue_affinity();
+    HAL_RETURN_IF_ERROR(command_buffer->ValidateSubmission(bindings));
+  }
+  return QueueExecuteImpl(q, wait, signal, command_buffer, bindings);
+}
+
+Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal, const DispatchParams&) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  return UnimplementedError(
+      "queue_dispatch: executables and dispatch are not implemented yet (see "
+      "docs/status.md)");
+}
+
+Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal, HostCallFn fn) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  if (!fn) return InvalidArgumentError("queue_host_call: function is empty");
+  return QueueHostCallImpl(q, wait, signal, std::move(fn));
+}
+
+Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
+                            SemaphoreList signal) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  return QueueExecuteImpl(q, wait, signal, nullptr, {});
+}
+
+Status Device::QueueFlush(QueueAffinity affinity) {
+  QueueAffinity q;
+  HAL_RETURN_IF_ERROR(ValidateQueue(affinity, {}, {}, &q));
+  return QueueFlushImpl(q);
+}
+
+Status Device::WaitIdle(Timeout timeout) { return WaitIdleImpl(timeout); }
+
+// The default transfer implementations record a one-shot command buffer, so
+// a driver that can execute command buffers gets every transfer for free.
+namespace {
+template <typename RecordFn>
+StatusOr<Ref<CommandBuffer>> RecordTransient(QueueAffinity affinity,
+                                             RecordFn record) {
+  HAL_ASSIGN_OR_RETURN(
+      Ref<CommandBuffer> cb,
+      CommandBuffer::Create(CommandBufferMode::kOneShot,
+                            CommandCategory::kTransfer, affinity, 0));
+  HAL_RETURN_IF_ERROR(cb->Begin());
+  HAL_RETURN_IF_ERROR(record(cb.get()));
+  HAL_RETURN_IF_ERROR(cb->End());
+  HAL_RETURN_IF_ERROR(cb->ValidateSubmission({}));
+  return cb;
+}
+}  // namespace
+
+Status Device::QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal, Buffer* target,
+                             DeviceSize offset, DeviceSize length,
+                             const void* pattern, size_t pattern_length) {
+  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
+                       RecordTransient(affinity, [&](CommandBuffer* c) {
+                         return c->FillBuffer(
+                             BufferRef::Direct(target, offset, length), pattern,
+                             pattern_length);
+                       }));
+  return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
+}
+
+Status Device::QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
+                               SemaphoreList signal, const void* source,
+                               Buffer* target, DeviceSize offset,
+                               DeviceSize length) {
+  HAL_ASSIGN_OR_RETURN(
+      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+        const uint8_t* src = static_cast<const uint8_t*>(source);
+        for (DeviceSize done = 0; done < length; done += kMaxUpdateBytes) {
+          DeviceSize n = std::min(kMaxUpdateBytes, length - done);
+          HAL_RETURN_IF_ERROR(c->UpdateBuffer(
+              src + done, BufferRef::Direct(target, offset + done, n)));
+        }
+        return OkStatus();
+      }));
+  return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
+}
+
+Status Device::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
+                             SemaphoreList signal, Buffer* source,
+                             DeviceSize source_offset, Buffer* target,
+                             DeviceSize target_offset, DeviceSize length) {
+  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
+                       RecordTransient(affinity, [&](CommandBuffer* c) {
+                         return c->CopyBuffer(
+                             BufferRef::Direct(source, source_offset, length),
+                             BufferRef::Direct(target, target_offset, length),
+                             length);
+                       }));
+  return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
+}
+
+}  // namespace hal

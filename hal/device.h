@@ -1,0 +1,166 @@
+// Devices and queue operations.
+//
+// Every queue operation takes a queue affinity, a wait list and a signal list.
+// It starts after every wait is reached and signals after its work is done.
+// If a wait fails, the operation does not run and its signal semaphores fail
+// with the same status. Operations on one queue are ordered only by their
+// semaphores: independent operations may run in any order.
+//
+// The public methods validate their arguments (INVALID_ARGUMENT, OUT_OF_RANGE,
+// FAILED_PRECONDITION) and then call the driver's ...Impl. An error returned
+// from a queue method means nothing was enqueued and no semaphore changed.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "hal/allocator.h"
+#include "hal/buffer.h"
+#include "hal/command_buffer.h"
+#include "hal/event.h"
+#include "hal/file.h"
+#include "hal/ref.h"
+#include "hal/semaphore.h"
+#include "hal/status.h"
+#include "hal/types.h"
+
+namespace hal {
+
+struct DeviceInfo {
+  std::string driver;  // "sim", "cuda", ...
+  std::string name;    // human-readable
+  std::string uri;     // a URI that opens this device
+  std::string uuid;    // stable id where the driver has one
+  uint64_t ordinal = 0;
+  DeviceSize memory_bytes = 0;
+  int queue_count = 1;
+  std::map<std::string, std::string> properties;  // driver-specific
+};
+
+// Runs on a device thread after the waits; its status decides whether the
+// signals are signalled or failed. It must not block on work that is queued
+// behind it on the same device.
+using HostCallFn = std::function<Status()>;
+
+class Device : public RefCounted {
+ public:
+  const DeviceInfo& info() const { return info_; }
+  int queue_count() const { return info_.queue_count; }
+  QueueAffinity queue_mask() const {
+    return info_.queue_count >= 64 ? ~QueueAffinity{0}
+                                   : ((QueueAffinity{1} << info_.queue_count) - 1);
+  }
+  Allocator* allocator() const { return allocator_.get(); }
+
+  StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value);
+  StatusOr<Ref<Event>> CreateEvent();
+  // INVALID_ARGUMENT for an affinity with no queue of this device.
+  StatusOr<Ref<CommandBuffer>> CreateCommandBuffer(CommandBufferMode mode,
+                                                   CommandCategory categories,
+                                                   QueueAffinity affinity,
+                                                   uint32_t binding_capacity);
+
+  // Returns a buffer at once; its memory is committed when the waits are
+  // reached. Using it before (from the host) is FAILED_PRECONDITION; queue
+  // operations ordered after the alloca by semaphores may use it.
+  StatusOr<Ref<Buffer>> QueueAlloca(QueueAffinity affinity, SemaphoreList wait,
+                                    SemaphoreList signal,
+                                    const BufferParams& params, DeviceSize size);
+  // Releases the memory after the waits. Any later use of the buffer is
+  // FAILED_PRECONDITION. If a wait fails the memory is not freed and the
+  // buffer is usable again.
+  Status QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, Buffer* buffer);
+  Status QueueFill(QueueAffinity affinity, SemaphoreList wait,
+                   SemaphoreList signal, Buffer* target, DeviceSize offset,
+                   DeviceSize length, const void* pattern, size_t pattern_length);
+  // The bytes are copied before this returns.
+  Status QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
+                     SemaphoreList signal, const void* source, Buffer* target,
+                     DeviceSize offset, DeviceSize length);
+  Status QueueCopy(QueueAffinity affinity, SemaphoreList wait,
+                   SemaphoreList signal, Buffer* source, DeviceSize source_offset,
+                   Buffer* target, DeviceSize target_offset, DeviceSize length);
+  Status QueueRead(QueueAffinity affinity, SemaphoreList wait,
+                   SemaphoreList signal, File* source, uint64_t source_offset,
+                   Buffer* target, DeviceSize target_offset, DeviceSize length);
+  Status QueueWrite(QueueAffinity affinity, SemaphoreList wait,
+                    SemaphoreList signal, Buffer* source,
+                    DeviceSize source_offset, File* target,
+                    uint64_t target_offset, DeviceSize length);
+  // `command_buffer` may be null (then this is a barrier).
+  Status QueueExecute(QueueAffinity affinity, SemaphoreList wait,
+                      SemaphoreList signal, CommandBuffer* command_buffer,
+                      BindingTable bindings = {});
+  Status QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, const DispatchParams& params);
+  Status QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, HostCallFn fn);
+  Status QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
+                      SemaphoreList signal);
+  // Hint: submit anything batched for these queues now.
+  Status QueueFlush(QueueAffinity affinity);
+
+  // Blocks until every operation submitted so far has finished (or failed).
+  Status WaitIdle(Timeout timeout);
+
+ protected:
+  Device(DeviceInfo info, Ref<Allocator> allocator)
+      : info_(std::move(info)), allocator_(std::move(allocator)) {}
+
+  // The lowest queue in a validated affinity.
+  static int FirstQueue(QueueAffinity affinity);
+
+  virtual StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value);
+  virtual StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
+                                                SemaphoreList wait,
+                                                SemaphoreList signal,
+                                                const BufferParams& params,
+                                                DeviceSize size) = 0;
+  virtual Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
+                                   SemaphoreList signal, Buffer* buffer) = 0;
+  // Fill, update and copy default to a one-shot command buffer through
+  // QueueExecuteImpl; drivers override them where they have a faster path.
+  virtual Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
+                               SemaphoreList signal, Buffer* target,
+                               DeviceSize offset, DeviceSize length,
+                               const void* pattern, size_t pattern_length);
+  virtual Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
+                                 SemaphoreList signal, const void* source,
+                                 Buffer* target, DeviceSize offset,
+                                 DeviceSize length);
+  virtual Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
+                               SemaphoreList signal, Buffer* source,
+                               DeviceSize source_offset, Buffer* target,
+                               DeviceSize target_offset, DeviceSize length);
+  virtual Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
+                               SemaphoreList signal, File* source,
+                               uint64_t source_offset, Buffer* target,
+                               DeviceSize target_offset, DeviceSize length) = 0;
+  virtual Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
+                                SemaphoreList signal, Buffer* source,
+                                DeviceSize source_offset, File* target,
+                                uint64_t target_offset, DeviceSize length) = 0;
+  // `command_buffer` is null for a barrier; it has passed ValidateSubmission.
+  virtual Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
+                                  SemaphoreList signal,
+                                  CommandBuffer* command_buffer,
+                                  BindingTable bindings) = 0;
+  virtual Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
+                                   SemaphoreList signal, HostCallFn fn) = 0;
+  virtual Status QueueFlushImpl(QueueAffinity /*affinity*/) { return OkStatus(); }
+  virtual Status WaitIdleImpl(Timeout timeout) = 0;
+
+ private:
+  Status ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, QueueAffinity* out_affinity) const;
+
+  DeviceInfo info_;
+  Ref<Allocator> allocator_;
+};
+
+}  // namespace hal

@@ -1,0 +1,108 @@
+// Timeline semaphores.
+//
+// A semaphore holds a 64-bit payload that only goes up, or a failure status.
+// The timeline logic (payload, failure, waiters, timepoint callbacks) lives
+// here once; drivers subclass to attach device-side state (GPU events, ...)
+// through the protected hooks.
+//
+// Thread safety: every method may be called from any thread at any time.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "hal/ref.h"
+#include "hal/status.h"
+#include "hal/types.h"
+
+namespace hal {
+
+class Semaphore : public RefCounted {
+ public:
+  // Called once, when the payload reaches the value (OK) or the semaphore
+  // fails (the failure status), or with CANCELLED from CancelTimepoint's
+  // caller never (a cancelled callback is simply dropped). Runs on the thread
+  // that signalled/failed, or inline in NotifyAt when already resolved; it
+  // must not block and must not call back into this semaphore's NotifyAt.
+  using TimepointCallback = std::function<void(const Status&)>;
+  using TimepointId = uint64_t;
+
+  static Ref<Semaphore> Create(uint64_t initial_value);
+
+  // The current payload, or the failure status once failed.
+  StatusOr<uint64_t> Query() const;
+
+  // Raises the payload to `value`. INVALID_ARGUMENT (payload unchanged) when
+  // `value` is not above the current payload; the failure status when failed.
+  Status Signal(uint64_t value);
+
+  // Puts the semaphore in the failed state. The first failure wins; later
+  // calls are ignored. An OK status is turned into UNKNOWN.
+  void Fail(Status status);
+
+  // Blocks until the payload reaches `value` (OK), the semaphore fails (its
+  // failure status) or the timeout passes (DEADLINE_EXCEEDED). An immediate
+  // timeout is a poll.
+  Status Wait(uint64_t value, Timeout timeout);
+
+  // Registers `callback` for when `value` is reached or the semaphore fails.
+  // When already resolved the callback runs inline and 0 is returned;
+  // otherwise returns an id for CancelTimepoint.
+  TimepointId NotifyAt(uint64_t value, TimepointCallback callback);
+  // Drops a pending callback. Returns false when it already ran (or is
+  // running on another thread).
+  bool CancelTimepoint(TimepointId id);
+
+  // Only for diagnostics and tests.
+  size_t pending_timepoint_count() const;
+
+ protected:
+  explicit Semaphore(uint64_t initial_value) : payload_(initial_value) {}
+  ~Semaphore() override;
+
+  // Hooks for drivers; called after the state changed, outside the lock.
+  virtual void OnSignaled(uint64_t /*value*/) {}
+  virtual void OnFailed(const Status& /*status*/) {}
+
+ private:
+  struct Timepoint {
+    TimepointId id;
+    uint64_t value;
+    TimepointCallback callback;
+  };
+  // Fires (outside the lock) the callbacks taken out of `timepoints_`.
+  static void Fire(std::vector<Timepoint>& fired, const Status& status);
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  uint64_t payload_;
+  Status failure_;
+  std::vector<Timepoint> timepoints_;
+  TimepointId next_id_ = 1;
+  int waiters_ = 0;
+};
+
+// A (semaphore, value) pair. Lists of these are borrowed (span) by calls
+// that take them; the callee retains what it keeps.
+struct SemaphorePoint {
+  Semaphore* semaphore = nullptr;
+  uint64_t value = 0;
+};
+using SemaphoreList = std::span<const SemaphorePoint>;
+
+enum class WaitMode { kAll, kAny };
+
+// Waits on a list: ALL (every point reached) or ANY (one point reached). An
+// empty list is satisfied at once. A failed semaphore ends the wait with its
+// status (for ANY, only when no other point was reached). DEADLINE_EXCEEDED on
+// timeout; INVALID_ARGUMENT for a null semaphore.
+Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout);
+
+// Validates a list given to a queue operation (no nulls).
+Status ValidateSemaphoreList(SemaphoreList points, const char* what);
+
+}  // namespace hal

@@ -1,0 +1,152 @@
+// Status and StatusOr: the one error type of the HAL.
+//
+// Codes are the canonical ones used by absl and IREE. An OK status allocates
+// nothing; an error carries its message on the heap. Status is cheap to copy
+// and is safe to pass between threads (immutable after construction).
+#pragma once
+
+#include <cstdarg>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace hal {
+
+enum class StatusCode : int {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
+};
+
+// "INVALID_ARGUMENT" etc.; "UNKNOWN_CODE" for values outside the enum.
+const char* StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(StatusCode code, std::string message);
+
+  bool ok() const { return rep_ == nullptr; }
+  StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
+  const std::string& message() const;
+  // "OK" or "CODE: message".
+  std::string ToString() const;
+  // Returns a copy whose message is prefixed with `context: `; OK stays OK.
+  Status Annotate(const std::string& context) const;
+  void IgnoreError() const {}
+
+  friend bool operator==(const Status& a, const Status& b) {
+    return a.code() == b.code() && a.message() == b.message();
+  }
+
+ private:
+  struct Rep {
+    StatusCode code;
+    std::string message;
+  };
+  std::shared_ptr<const Rep> rep_;
+};
+
+inline Status OkStatus() { return Status(); }
+
+// printf-style constructors for errors.
+Status MakeStatus(StatusCode code, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+Status VMakeStatus(StatusCode code, const char* format, va_list args);
+
+#define HAL_DEFINE_ERROR_CTOR(Name, Code)                              \
+  inline Status Name(const char* format, ...)                          \
+      __attribute__((format(printf, 1, 2)));                           \
+  inline Status Name(const char* format, ...) {                        \
+    va_list args;                                                      \
+    va_start(args, format);                                            \
+    Status s = VMakeStatus(StatusCode::Code, format, args);            \
+    va_end(args);                                                      \
+    return s;                                                          \
+  }
+HAL_DEFINE_ERROR_CTOR(CancelledError, kCancelled)
+HAL_DEFINE_ERROR_CTOR(UnknownError, kUnknown)
+HAL_DEFINE_ERROR_CTOR(InvalidArgumentError, kInvalidArgument)
+HAL_DEFINE_ERROR_CTOR(DeadlineExceededError, kDeadlineExceeded)
+HAL_DEFINE_ERROR_CTOR(NotFoundError, kNotFound)
+HAL_DEFINE_ERROR_CTOR(AlreadyExistsError, kAlreadyExists)
+HAL_DEFINE_ERROR_CTOR(PermissionDeniedError, kPermissionDenied)
+HAL_DEFINE_ERROR_CTOR(ResourceExhaustedError, kResourceExhausted)
+HAL_DEFINE_ERROR_CTOR(FailedPreconditionError, kFailedPrecondition)
+HAL_DEFINE_ERROR_CTOR(AbortedError, kAborted)
+HAL_DEFINE_ERROR_CTOR(OutOfRangeError, kOutOfRange)
+HAL_DEFINE_ERROR_CTOR(UnimplementedError, kUnimplemented)
+HAL_DEFINE_ERROR_CTOR(InternalError, kInternal)
+HAL_DEFINE_ERROR_CTOR(UnavailableError, kUnavailable)
+HAL_DEFINE_ERROR_CTOR(DataLossError, kDataLoss)
+#undef HAL_DEFINE_ERROR_CTOR
+
+// Holds either a value or an error status (never an OK status without value).
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(const Status& status) : status_(status) {  // NOLINT
+    if (status_.ok()) status_ = InternalError("StatusOr built from OK status");
+  }
+  StatusOr(Status&& status) : status_(std::move(status)) {  // NOLINT
+    if (status_.ok()) status_ = InternalError("StatusOr built from OK status");
+  }
+  template <typename U = T,
+            typename = std::enable_if_t<std::is_convertible_v<U&&, T> &&
+                                        !std::is_same_v<std::decay_t<U>, Status>>>
+  StatusOr(U&& value) : value_(std::forward<U>(value)) {}  // NOLINT
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+namespace internal {
+inline const Status& GetStatus(const Status& s) { return s; }
+template <typename T>
+const Status& GetStatus(const StatusOr<T>& s) { return s.status(); }
+}  // namespace internal
+
+}  // namespace hal
+
+#define HAL_STATUS_CONCAT_INNER(a, b) a##b
+#define HAL_STATUS_CONCAT(a, b) HAL_STATUS_CONCAT_INNER(a, b)
+
+#define HAL_RETURN_IF_ERROR(expr)                                  \
+  do {                                                             \
+    const ::hal::Status _hal_status = ::hal::internal::GetStatus(expr); \
+    if (!_hal_status.ok()) return _hal_status;                     \
+  } while (false)
+
+#define HAL_ASSIGN_OR_RETURN(lhs, expr) \
+  HAL_ASSIGN_OR_RETURN_IMPL(HAL_STATUS_CONCAT(_hal_statusor_, __LINE__), lhs, expr)
+#define HAL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  if (!tmp.ok()) return tmp.status();             \
+  lhs = std::move(tmp).value()

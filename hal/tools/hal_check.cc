@@ -1,0 +1,212 @@
+// hal-check: runs the conformance suite on one device and prints a table of
+// areas (gtest suites) with passed/failed/skipped counts.
+//
+//   hal-check --device=sim://?queues=4 [--json[=FILE]] [--gtest_filter=...]
+//
+// Exit status: 0 when every test passed or was skipped and every expected
+// failure failed; 1 otherwise; 2 for bad arguments.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hal/cts/cts.h"
+#include "hal/driver.h"
+#include "hal/uri.h"
+
+namespace {
+
+struct AreaCounts {
+  int passed = 0, failed = 0, skipped = 0, xfail = 0, xpass = 0;
+  std::vector<std::string> failures;
+};
+
+class TableListener : public ::testing::EmptyTestEventListener {
+ public:
+  explicit TableListener(const hal::cts::Backend* backend) : backend_(backend) {}
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    std::string full = std::string(info.test_suite_name()) + "." + info.name();
+    AreaCounts& a = areas_[info.test_suite_name()];
+    const auto* result = info.result();
+    bool expected_fail = backend_->expected_failures.count(full) != 0;
+    if (result->Skipped()) {
+      ++a.skipped;
+    } else if (result->Failed()) {
+      if (expected_fail) {
+        ++a.xfail;
+      } else {
+        ++a.failed;
+        a.failures.push_back(full);
+      }
+    } else if (expected_fail) {
+      ++a.xpass;
+      a.failures.push_back(full + " (expected to fail, passed)");
+    } else {
+      ++a.passed;
+    }
+  }
+
+  const std::map<std::string, AreaCounts>& areas() const { return areas_; }
+
+ private:
+  const hal::cts::Backend* backend_;
+  std::map<std::string, AreaCounts> areas_;
+};
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string ToJson(const std::string& uri, const std::string& driver,
+                   const std::map<std::string, AreaCounts>& areas, bool ok) {
+  std::ostringstream o;
+  o << "{\n  \"device\": \"" << JsonEscape(uri) << "\",\n  \"driver\": \""
+    << JsonEscape(driver) << "\",\n  \"ok\": " << (ok ? "true" : "false")
+    << ",\n  \"areas\": [";
+  bool first = true;
+  for (const auto& [name, a] : areas) {
+    o << (first ? "\n" : ",\n") << "    {\"area\": \"" << JsonEscape(name)
+      << "\", \"passed\": " << a.passed << ", \"failed\": " << a.failed
+      << ", \"skipped\": " << a.skipped << ", \"expected_failures\": " << a.xfail
+      << ", \"unexpected_passes\": " << a.xpass << ", \"failures\": [";
+    for (size_t i = 0; i < a.failures.size(); ++i) {
+      o << (i ? ", " : "") << "\"" << JsonEscape(a.failures[i]) << "\"";
+    }
+    o << "]}";
+    first = false;
+  }
+  o << "\n  ]\n}\n";
+  return o.str();
+}
+
+void PrintTable(std::ostream& out, const std::string& uri,
+                const std::map<std::string, AreaCounts>& areas, bool ok) {
+  char line[160];
+  out << "\nhal-check: " << uri << "\n";
+  std::snprintf(line, sizeof(line), "%-16s %7s %7s %8s %6s %6s\n", "area",
+                "passed", "failed", "skipped", "xfail", "xpass");
+  out << line;
+  AreaCounts total;
+  for (const auto& [name, a] : areas) {
+    std::snprintf(line, sizeof(line), "%-16s %7d %7d %8d %6d %6d\n", name.c_str(),
+                  a.passed, a.failed, a.skipped, a.xfail, a.xpass);
+    out << line;
+    total.passed += a.passed;
+    total.failed += a.failed;
+    total.skipped += a.skipped;
+    total.xfail += a.xfail;
+    total.xpass += a.xpass;
+  }
+  std::snprintf(line, sizeof(line), "%-16s %7d %7d %8d %6d %6d\n", "total",
+                total.passed, total.failed, total.skipped, total.xfail,
+                total.xpass);
+  out << line;
+  for (const auto& [name, a] : areas) {
+    for (const auto& f : a.failures) out << "FAILED: " << f << "\n";
+  }
+  out << (ok ? "RESULT: PASS\n" : "RESULT: FAIL\n");
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: hal-check [--device=URI] [--json[=FILE]] [--list-backends] "
+               "[gtest flags]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string uri;
+  std::string json_path;
+  bool json_stdout = false;
+  std::vector<char*> gtest_args = {argv[0]};
+  hal::cts::RegisterBuiltinBackends();
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--device=", 0) == 0) {
+      uri = arg.substr(9);
+    } else if (arg == "--json") {
+      json_stdout = true;
+    } else if (arg.rfind("--json=", 0) == 0) {
+      json_path = arg.substr(7);
+    } else if (arg == "--list-backends") {
+      for (const auto& b : hal::cts::Backends()) {
+        std::printf("%s\t%s\n", b.name.c_str(), b.default_uri.c_str());
+      }
+      return 0;
+    } else if (arg == "--help" || arg == "-h") {
+      Usage();
+      return 0;
+    } else if (arg.rfind("--gtest_", 0) == 0) {
+      gtest_args.push_back(argv[i]);
+    } else {
+      std::fprintf(stderr, "hal-check: unknown argument '%s'\n", argv[i]);
+      return Usage();
+    }
+  }
+  if (uri.empty()) uri = "sim";
+  auto parsed = hal::DeviceUri::Parse(uri);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "hal-check: %s\n", parsed.status().ToString().c_str());
+    return 2;
+  }
+  const hal::cts::Backend* backend = hal::cts::FindBackend(parsed->driver);
+  if (!backend) {
+    std::fprintf(stderr,
+                 "hal-check: no conformance backend for driver '%s' in this "
+                 "build (see --list-backends)\n",
+                 parsed->driver.c_str());
+    return 2;
+  }
+  hal::cts::SetContext({backend, uri});
+
+  int gtest_argc = static_cast<int>(gtest_args.size());
+  ::testing::InitGoogleTest(&gtest_argc, gtest_args.data());
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  auto* table = new TableListener(backend);
+  listeners.Append(table);
+  if (json_stdout) delete listeners.Release(listeners.default_result_printer());
+
+  (void)RUN_ALL_TESTS();  // the exit status comes from the table below
+
+  bool ok = true;
+  for (const auto& [name, a] : table->areas()) {
+    if (a.failed || a.xpass) ok = false;
+  }
+  std::string json = ToJson(uri, backend->name, table->areas(), ok);
+  if (json_stdout) {
+    std::cout << json;
+  } else {
+    PrintTable(std::cout, uri, table->areas(), ok);
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << json;
+    if (!f) {
+      std::fprintf(stderr, "hal-check: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+  }
+  return ok ? 0 : 1;
+}

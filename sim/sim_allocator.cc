@@ -1,0 +1,157 @@
+#include "sim/sim_allocator.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace hal::sim {
+
+namespace {
+constexpr DeviceSize kDefaultAlignment = 64;
+}  // namespace
+
+SimBuffer::SimBuffer(const Params& params, DeviceSize alignment, void* imported,
+                     Allocator::ReleaseCallback release)
+    : Buffer(params),
+      alignment_(alignment),
+      storage_(static_cast<uint8_t*>(imported)),
+      imported_(imported != nullptr || release != nullptr),
+      release_(std::move(release)) {
+  if (imported_) committed_empty_ = true;
+}
+
+SimBuffer::~SimBuffer() {
+  if (imported_) {
+    if (release_) release_();
+    return;
+  }
+  Decommit();
+}
+
+Status SimBuffer::Commit() {
+  if (committed()) return OkStatus();
+  auto* alloc = static_cast<SimAllocator*>(allocator());
+  DeviceSize size = byte_length();
+  if (!alloc->Charge(memory_type(), size)) {
+    return ResourceExhaustedError(
+        "simulated device memory exhausted allocating %llu bytes",
+        (unsigned long long)size);
+  }
+  if (size == 0) {
+    committed_empty_ = true;
+  } else {
+    // Round up: aligned_alloc wants a multiple of the alignment.
+    DeviceSize rounded = (size + alignment_ - 1) / alignment_ * alignment_;
+    void* p = std::aligned_alloc(alignment_, rounded);
+    if (!p) {
+      alloc->Uncharge(memory_type(), size);
+      return ResourceExhaustedError("host allocation of %llu bytes failed",
+                                    (unsigned long long)size);
+    }
+    // Fresh device memory holds garbage on a GPU; a fixed pattern here makes
+    // reads of uninitialized memory reproducible.
+    std::memset(p, 0xCD, rounded);
+    storage_.store(static_cast<uint8_t*>(p), std::memory_order_release);
+  }
+  alloc->RecordAllocate(memory_type(), size);
+  return OkStatus();
+}
+
+void SimBuffer::Decommit() {
+  if (imported_ || !committed()) return;
+  uint8_t* p = storage_.exchange(nullptr, std::memory_order_acq_rel);
+  committed_empty_ = false;
+  std::free(p);
+  auto* alloc = static_cast<SimAllocator*>(allocator());
+  alloc->Uncharge(memory_type(), byte_length());
+  alloc->RecordFree(memory_type(), byte_length());
+}
+
+StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize,
+                                      MemoryAccess) {
+  uint8_t* p = host_storage();
+  if (!p && byte_length() != 0) {
+    return FailedPreconditionError("map: buffer memory is not committed");
+  }
+  return p ? p + offset : nullptr;
+}
+
+Ref<SimAllocator> SimAllocator::Create(DeviceSize device_memory_limit) {
+  return Ref<SimAllocator>::Adopt(new SimAllocator(device_memory_limit));
+}
+
+bool SimAllocator::Charge(MemoryType type, DeviceSize size) {
+  if (!AllOf(type, MemoryType::kDeviceLocal)) return true;
+  DeviceSize used = device_used_.load();
+  do {
+    if (size > device_limit_ || used > device_limit_ - size) return false;
+  } while (!device_used_.compare_exchange_weak(used, used + size));
+  return true;
+}
+
+void SimAllocator::Uncharge(MemoryType type, DeviceSize size) {
+  if (AllOf(type, MemoryType::kDeviceLocal)) device_used_.fetch_sub(size);
+}
+
+BufferCompatibility SimAllocator::QueryCompatibilityImpl(
+    const BufferParams& params, DeviceSize size, BufferParams* out_resolved) {
+  BufferParams r = params;
+  if (AllOf(r.type, MemoryType::kOptimal)) {
+    r.type = r.type & ~MemoryType::kOptimal;
+    if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
+    if (Any(r.usage & BufferUsage::kMapping)) {
+      r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
+    }
+  }
+  // Everything here is host memory the "device" can reach.
+  r.type |= MemoryType::kDeviceVisible;
+  if (r.min_alignment == 0) r.min_alignment = kDefaultAlignment;
+  if (r.min_alignment < kDefaultAlignment) r.min_alignment = kDefaultAlignment;
+  *out_resolved = r;
+  BufferCompatibility c = BufferCompatibility::kAllocatable;
+  if (AllOf(r.type, MemoryType::kHostVisible)) c |= BufferCompatibility::kImportable;
+  if (AllOf(r.type, MemoryType::kDeviceLocal) && size > device_limit_) {
+    c = BufferCompatibility::kNone;
+  }
+  return c;
+}
+
+StatusOr<Ref<SimBuffer>> SimAllocator::CreateReserved(const BufferParams& params,
+                                                      DeviceSize size) {
+  Buffer::Params p;
+  p.allocator = Ref<Allocator>(this);
+  p.memory_type = params.type;
+  p.allowed_usage = params.usage;
+  p.allowed_access = params.access;
+  p.queue_affinity = params.queue_affinity;
+  p.byte_length = size;
+  p.initial_state = BufferState::kReserved;
+  return Ref<SimBuffer>::Adopt(
+      new SimBuffer(p, params.min_alignment, nullptr, nullptr));
+}
+
+StatusOr<Ref<Buffer>> SimAllocator::AllocateBufferImpl(const BufferParams& params,
+                                                       DeviceSize size) {
+  HAL_ASSIGN_OR_RETURN(Ref<SimBuffer> buffer, CreateReserved(params, size));
+  HAL_RETURN_IF_ERROR(buffer->Commit());
+  buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
+  return Ref<Buffer>(std::move(buffer));
+}
+
+StatusOr<Ref<Buffer>> SimAllocator::ImportHostAllocationImpl(
+    const BufferParams& params, void* ptr, DeviceSize size,
+    ReleaseCallback release) {
+  Buffer::Params p;
+  p.allocator = Ref<Allocator>(this);
+  p.memory_type = params.type;
+  p.allowed_usage = params.usage;
+  p.allowed_access = params.access;
+  p.queue_affinity = params.queue_affinity;
+  p.byte_length = size;
+  p.initial_state = BufferState::kLive;
+  // An imported buffer always counts as imported, even with no callback.
+  if (!release) release = [] {};
+  RecordImport();
+  return Ref<Buffer>::Adopt(new SimBuffer(p, 1, ptr, std::move(release)));
+}
+
+}  // namespace hal::sim

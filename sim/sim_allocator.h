@@ -1,0 +1,74 @@
+// The simulator's allocator and buffers: real host memory behind every
+// memory type. DEVICE_LOCAL memory without HOST_VISIBLE is host memory too,
+// but the HAL refuses to map it, as a GPU would.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+
+#include "hal/allocator.h"
+#include "hal/buffer.h"
+
+namespace hal::sim {
+
+class SimBuffer final : public Buffer {
+ public:
+  // The memory, or nullptr while reserved or after a dealloca.
+  uint8_t* host_storage() override { return storage_.load(std::memory_order_acquire); }
+  // Allocates the memory of a reserved buffer (queue_alloca's commit).
+  Status Commit();
+  // Frees the memory (queue_dealloca). The buffer object stays.
+  void Decommit();
+  bool committed() const { return storage_.load() != nullptr || committed_empty_; }
+
+ protected:
+  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
+                             MemoryAccess access) override;
+  Status UnmapImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+
+ private:
+  friend class SimAllocator;
+  SimBuffer(const Params& params, DeviceSize alignment, void* imported,
+            Allocator::ReleaseCallback release);
+  ~SimBuffer() override;
+
+  DeviceSize alignment_;
+  std::atomic<uint8_t*> storage_{nullptr};
+  std::atomic<bool> committed_empty_{false};  // committed with no bytes
+  bool imported_ = false;
+  Allocator::ReleaseCallback release_;
+};
+
+class SimAllocator final : public Allocator {
+ public:
+  // `device_memory_limit` bounds live DEVICE_LOCAL bytes (RESOURCE_EXHAUSTED).
+  static Ref<SimAllocator> Create(DeviceSize device_memory_limit);
+
+  // A buffer in the kReserved state, without memory (queue_alloca).
+  // `params` must come from QueryCompatibility.
+  StatusOr<Ref<SimBuffer>> CreateReserved(const BufferParams& params,
+                                          DeviceSize size);
+
+  // Reserves/returns budget; false when over the limit.
+  bool Charge(MemoryType type, DeviceSize size);
+  void Uncharge(MemoryType type, DeviceSize size);
+
+ protected:
+  BufferCompatibility QueryCompatibilityImpl(const BufferParams& params,
+                                             DeviceSize size,
+                                             BufferParams* out_resolved) override;
+  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
+                                           DeviceSize size) override;
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams& params,
+                                                 void* ptr, DeviceSize size,
+                                                 ReleaseCallback release) override;
+
+ private:
+  explicit SimAllocator(DeviceSize limit) : device_limit_(limit) {}
+  DeviceSize device_limit_;
+  std::atomic<DeviceSize> device_used_{0};
+};
+
+}  // namespace hal::sim
