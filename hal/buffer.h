@@ -67,6 +67,17 @@ class BufferMapping {
 
 class Buffer : public RefCounted {
  public:
+  // What a driver passes when it constructs an allocated buffer.
+  struct Params {
+    Ref<Allocator> allocator;
+    MemoryType memory_type = MemoryType::kNone;
+    BufferUsage allowed_usage = BufferUsage::kNone;
+    MemoryAccess allowed_access = MemoryAccess::kAll;
+    QueueAffinity queue_affinity = kQueueAffinityAny;
+    DeviceSize byte_length = 0;
+    BufferState initial_state = BufferState::kLive;
+  };
+
   MemoryType memory_type() const { return memory_type_; }
   BufferUsage allowed_usage() const { return allowed_usage_; }
   MemoryAccess allowed_access() const { return allowed_access_; }
@@ -122,15 +133,6 @@ class Buffer : public RefCounted {
   virtual uint8_t* host_storage() { return nullptr; }
 
  protected:
-  struct Params {
-    Ref<Allocator> allocator;
-    MemoryType memory_type = MemoryType::kNone;
-    BufferUsage allowed_usage = BufferUsage::kNone;
-    MemoryAccess allowed_access = MemoryAccess::kAll;
-    QueueAffinity queue_affinity = kQueueAffinityAny;
-    DeviceSize byte_length = 0;
-    BufferState initial_state = BufferState::kLive;
-  };
   // For allocated buffers (driver subclasses).
   explicit Buffer(const Params& params);
   ~Buffer() override;

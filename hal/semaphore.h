@@ -23,11 +23,11 @@ namespace hal {
 
 class Semaphore : public RefCounted {
  public:
-  // Called once, when the payload reaches the value (OK) or the semaphore
-  // fails (the failure status), or with CANCELLED from CancelTimepoint's
-  // caller never (a cancelled callback is simply dropped). Runs on the thread
-  // that signalled/failed, or inline in NotifyAt when already resolved; it
-  // must not block and must not call back into this semaphore's NotifyAt.
+  // Called at most once: when the payload reaches the value (with OK) or the
+  // semaphore fails (with the failure status). A cancelled callback is
+  // dropped without being called. Runs on the thread that signalled or failed
+  // the semaphore, outside its lock, or inline in NotifyAt when already
+  // resolved; it must not block.
   using TimepointCallback = std::function<void(const Status&)>;
   using TimepointId = uint64_t;
 
