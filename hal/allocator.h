@@ -76,6 +76,10 @@ class Allocator : public RefCounted {
 
   AllocatorStatistics statistics() const;
 
+  // The parameter checks AllocateBuffer makes (INVALID_ARGUMENT), for
+  // callers that allocate later (queue_alloca).
+  Status ValidateParams(const BufferParams& params) const;
+
   // Accounting, for drivers: call when memory is committed and released.
   void RecordAllocate(MemoryType type, DeviceSize size);
   void RecordFree(MemoryType type, DeviceSize size);
@@ -97,7 +101,6 @@ class Allocator : public RefCounted {
       ReleaseCallback release) = 0;
 
  private:
-  Status ValidateParams(const BufferParams& params) const;
 
   std::atomic<DeviceSize> host_bytes_{0}, host_peak_{0}, host_total_{0};
   std::atomic<DeviceSize> device_bytes_{0}, device_peak_{0}, device_total_{0};

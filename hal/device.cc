@@ -53,6 +53,7 @@ StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
                                           DeviceSize size) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_ERROR(allocator()->ValidateParams(params));
   return QueueAllocaImpl(q, wait, signal, params, size);
 }
 
@@ -203,6 +204,15 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(source->ValidateAccess(BufferUsage::kTransferSource,
                                              source_offset, length, &r,
                                              "queue_write source"));
+  if (!target->grows()) {
+    HAL_ASSIGN_OR_RETURN(uint64_t file_length, target->Length());
+    if (target_offset > file_length || length > file_length - target_offset) {
+      return OutOfRangeError(
+          "queue_write: [%llu, +%llu) past the end of the file (%llu bytes)",
+          (unsigned long long)target_offset, (unsigned long long)length,
+          (unsigned long long)file_length);
+    }
+  }
   return QueueWriteImpl(q, wait, signal, source, source_offset, target,
                         target_offset, length);
 }

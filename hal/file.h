@@ -31,6 +31,9 @@ class File : public RefCounted {
   FileAccess access() const { return access_; }
   bool can_read() const { return static_cast<uint32_t>(access_) & 1u; }
   bool can_write() const { return static_cast<uint32_t>(access_) & 2u; }
+  // Whether writes past the end extend the file (descriptor files) or fail
+  // (memory files).
+  bool grows() const { return fd_ >= 0; }
   // Current length in bytes.
   StatusOr<uint64_t> Length() const;
 

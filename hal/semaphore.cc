@@ -170,7 +170,7 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   }
   auto done = [&] {
     if (mode == WaitMode::kAny) {
-      return state->reached > 0 || state->remaining == 0;
+      return state->reached > 0 || state->remaining == 0 || !state->failure.ok();
     }
     return state->remaining == 0 || !state->failure.ok();
   };

@@ -97,9 +97,9 @@ using SemaphoreList = std::span<const SemaphorePoint>;
 enum class WaitMode { kAll, kAny };
 
 // Waits on a list: ALL (every point reached) or ANY (one point reached). An
-// empty list is satisfied at once. A failed semaphore ends the wait with its
-// status (for ANY, only when no other point was reached). DEADLINE_EXCEEDED on
-// timeout; INVALID_ARGUMENT for a null semaphore.
+// empty list is satisfied at once. A failed semaphore ends the wait at once
+// with its status, in both modes, unless (ANY) a point was already reached.
+// DEADLINE_EXCEEDED on timeout; INVALID_ARGUMENT for a null semaphore.
 Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout);
 
 // Validates a list given to a queue operation (no nulls).

@@ -33,6 +33,7 @@ struct Entry {
   std::unique_ptr<SimOp> op;
   std::mutex mutex;
   int pending = 0;
+  bool dispatched = false;  // handed to a queue (all waits met, or one failed)
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
 };
@@ -54,8 +55,13 @@ struct Core {
   void WaitResolved(const std::shared_ptr<Entry>& entry, const Status& status) {
     {
       std::lock_guard<std::mutex> lock(entry->mutex);
+      --entry->pending;
       if (!status.ok() && entry->failure.ok()) entry->failure = status;
-      if (--entry->pending != 0) return;
+      // A failed wait dispatches at once: the op will not run, and its
+      // signals must fail now rather than after waits that may never come.
+      bool ready = entry->pending == 0 || !entry->failure.ok();
+      if (!ready || entry->dispatched) return;
+      entry->dispatched = true;
     }
     std::lock_guard<std::mutex> lock(mutex);
     if (joined) return;  // Shutdown abandons everything left in `live`
@@ -166,12 +172,15 @@ class ThreadedScheduler final : public SimScheduler {
   static void Execute(Entry& entry) {
     SimOp& op = *entry.op;
     Status failure;
+    std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
     {
       std::lock_guard<std::mutex> lock(entry.mutex);
       failure = entry.failure;
-      entry.timepoints.clear();
+      timepoints.swap(entry.timepoints);
     }
     if (!failure.ok()) {
+      // Drop the callbacks of waits that are still pending.
+      for (auto& [sem, id] : timepoints) sem->CancelTimepoint(id);
       Abandon(op, failure);
       return;
     }

@@ -74,12 +74,12 @@ const Context& GetContext();
     ::hal::Status _s = ::hal::internal::GetStatus(expr);       \
     EXPECT_TRUE(_s.ok()) << _s.ToString();                     \
   } while (0)
-#define CTS_EXPECT_CODE(code, expr)                                       \
-  do {                                                                    \
-    ::hal::Status _s = ::hal::internal::GetStatus(expr);                  \
-    EXPECT_EQ(::hal::StatusCodeName(_s.code()),                           \
-              ::hal::StatusCodeName(::hal::StatusCode::code))             \
-        << _s.ToString();                                                 \
+#define CTS_EXPECT_CODE(status_code, expr)                           \
+  do {                                                               \
+    ::hal::Status _s = ::hal::internal::GetStatus(expr);             \
+    EXPECT_EQ(std::string(::hal::StatusCodeName(_s.code())),         \
+              ::hal::StatusCodeName(::hal::StatusCode::status_code)) \
+        << _s.ToString();                                            \
   } while (0)
 
 // Skips the current test unless the backend declares `tag`.

@@ -1,0 +1,465 @@
+// CTS: queue submission semantics: wait-before-signal, fan-out, DAGs,
+// failure propagation, host calls, affinities.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hal/cts/cts.h"
+
+namespace hal::cts {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using Points = std::vector<SemaphorePoint>;
+using HalBuffer = ::hal::Buffer;
+using HalSemaphore = ::hal::Semaphore;
+using namespace std::chrono_literals;
+
+struct FailOnExit {
+  std::vector<Ref<HalSemaphore>> semaphores;
+  ~FailOnExit() {
+    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
+  }
+};
+
+uint64_t Payload(HalSemaphore* s) {
+  auto v = s->Query();
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : ~uint64_t{0};
+}
+
+Bytes Range(const Bytes& b, size_t offset, size_t length) {
+  return Bytes(b.begin() + offset, b.begin() + offset + length);
+}
+
+class Submission : public CtsTest {
+ protected:
+  // Fills `length` bytes at `offset` of `buffer` with `value` (1-byte pattern).
+  Status Fill(QueueAffinity affinity, Points wait, Points signal,
+              HalBuffer* buffer, DeviceSize offset, DeviceSize length,
+              uint8_t value) {
+    return device()->QueueFill(affinity, wait, signal, buffer, offset, length,
+                               &value, 1);
+  }
+};
+
+TEST_F(Submission, WaitBeforeSignalDoesNotBlockOtherQueues) {
+  CTS_REQUIRE_TAG(kTagMultiQueue);
+  ASSERT_GE(device()->queue_count(), 2);
+  auto buffer = NewHostBuffer(16, 0xEE);
+  auto a = NewSemaphore(0), s1 = NewSemaphore(0), s2 = NewSemaphore(0),
+       s3 = NewSemaphore(0);
+  ASSERT_TRUE(buffer && a && s1 && s2 && s3);
+  FailOnExit guard{{a}};
+  CTS_ASSERT_OK(
+      Fill(1, {{a.get(), 1}}, {{s1.get(), 1}}, buffer.get(), 0, 4, 0x11));
+  CTS_ASSERT_OK(Fill(1, {}, {{s2.get(), 1}}, buffer.get(), 4, 4, 0x22));
+  CTS_ASSERT_OK(Fill(2, {}, {{s3.get(), 1}}, buffer.get(), 8, 4, 0x33));
+  // Both independent ops finish while A was never signalled.
+  CTS_ASSERT_OK(WaitFor(s2.get(), 1));
+  CTS_ASSERT_OK(WaitFor(s3.get(), 1));
+  CTS_EXPECT_CODE(kDeadlineExceeded, s1->Wait(1, Timeout::Immediate()));
+  Bytes mid = ReadBack(buffer.get());
+  EXPECT_EQ(Range(mid, 0, 4), Bytes(4, 0xEE));
+  EXPECT_EQ(Range(mid, 4, 4), Bytes(4, 0x22));
+  EXPECT_EQ(Range(mid, 8, 4), Bytes(4, 0x33));
+  CTS_ASSERT_OK(a->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s1.get(), 1));
+  Bytes end = ReadBack(buffer.get());
+  EXPECT_EQ(Range(end, 0, 4), Bytes(4, 0x11));
+  EXPECT_EQ(Range(end, 12, 4), Bytes(4, 0xEE));
+}
+
+TEST_F(Submission, WaitBeforeSignalDoesNotBlockSameQueue) {
+  // Operations on one queue are ordered only by their semaphores.
+  auto buffer = NewHostBuffer(8, 0xEE);
+  auto a = NewSemaphore(0), s1 = NewSemaphore(0), s2 = NewSemaphore(0);
+  ASSERT_TRUE(buffer && a && s1 && s2);
+  FailOnExit guard{{a}};
+  CTS_ASSERT_OK(
+      Fill(1, {{a.get(), 1}}, {{s1.get(), 1}}, buffer.get(), 0, 4, 0x11));
+  CTS_ASSERT_OK(Fill(1, {}, {{s2.get(), 1}}, buffer.get(), 4, 4, 0x22));
+  CTS_ASSERT_OK(WaitFor(s2.get(), 1));
+  CTS_EXPECT_CODE(kDeadlineExceeded, s1->Wait(1, Timeout::Immediate()));
+  CTS_ASSERT_OK(a->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s1.get(), 1));
+  Bytes want{0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x22, 0x22};
+  EXPECT_EQ(ReadBack(buffer.get()), want);
+}
+
+TEST_F(Submission, FanOutReleasesEightOps) {
+  constexpr int kOps = 8;
+  auto buffer = NewHostBuffer(kOps * 8, 0x00);
+  auto gate = NewSemaphore(0);
+  ASSERT_TRUE(buffer && gate);
+  FailOnExit guard{{gate}};
+  std::vector<Ref<HalSemaphore>> done;
+  Points all;
+  for (int i = 0; i < kOps; ++i) {
+    done.push_back(NewSemaphore(0));
+    ASSERT_TRUE(done.back());
+    all.push_back({done.back().get(), 1});
+    QueueAffinity affinity = QueueAffinity{1} << (i % device()->queue_count());
+    CTS_ASSERT_OK(Fill(affinity, {{gate.get(), 1}}, {{done.back().get(), 1}},
+                       buffer.get(), i * 8, 8, static_cast<uint8_t>(0x10 + i)));
+  }
+  CTS_EXPECT_CODE(kDeadlineExceeded,
+                  WaitSemaphores(WaitMode::kAny, all, Timeout::After(10ms)));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(kOps * 8, 0x00));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(
+      WaitSemaphores(WaitMode::kAll, all, Timeout::After(kCtsTimeout)));
+  Bytes got = ReadBack(buffer.get());
+  for (int i = 0; i < kOps; ++i) {
+    EXPECT_EQ(Range(got, i * 8, 8), Bytes(8, static_cast<uint8_t>(0x10 + i)))
+        << i;
+  }
+}
+
+TEST_F(Submission, DiamondDag) {
+  // a -> {b, c} -> d, submitted in reverse order.
+  auto buffer = NewHostBuffer(80, 0x00);
+  auto gate = NewSemaphore(0), sa = NewSemaphore(0), sb = NewSemaphore(0),
+       sc = NewSemaphore(0), sd = NewSemaphore(0);
+  ASSERT_TRUE(buffer && gate && sa && sb && sc && sd);
+  FailOnExit guard{{gate}};
+  QueueAffinity other = device()->queue_count() > 1 ? 2 : 1;
+  // d: copy [16, 48) -> [48, 80) once both b and c are done.
+  CTS_ASSERT_OK(device()->QueueCopy(1, Points{{sb.get(), 1}, {sc.get(), 1}},
+                                    Points{{sd.get(), 1}}, buffer.get(), 16,
+                                    buffer.get(), 48, 32));
+  // c: fill [32, 48) after a.
+  CTS_ASSERT_OK(Fill(other, {{sa.get(), 1}}, {{sc.get(), 1}}, buffer.get(), 32,
+                     16, 0x03));
+  // b: copy a's [0, 16) -> [16, 32).
+  CTS_ASSERT_OK(device()->QueueCopy(1, Points{{sa.get(), 1}},
+                                    Points{{sb.get(), 1}}, buffer.get(), 0,
+                                    buffer.get(), 16, 16));
+  // a: fill [0, 16).
+  CTS_ASSERT_OK(
+      Fill(1, {{gate.get(), 1}}, {{sa.get(), 1}}, buffer.get(), 0, 16, 0x01));
+  CTS_EXPECT_CODE(kDeadlineExceeded, sd->Wait(1, Timeout::After(10ms)));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(sd.get(), 1));
+  Bytes got = ReadBack(buffer.get());
+  EXPECT_EQ(Range(got, 0, 16), Bytes(16, 0x01));
+  EXPECT_EQ(Range(got, 16, 16), Bytes(16, 0x01));
+  EXPECT_EQ(Range(got, 32, 16), Bytes(16, 0x03));
+  EXPECT_EQ(Range(got, 48, 16), Bytes(16, 0x01));
+  EXPECT_EQ(Range(got, 64, 16), Bytes(16, 0x03));
+}
+
+TEST_F(Submission, ChainSubmittedInReverseOrder) {
+  auto buffer = NewDeviceBuffer(32);
+  auto s0 = NewSemaphore(0), s1 = NewSemaphore(0), s2 = NewSemaphore(0),
+       s3 = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s0 && s1 && s2 && s3);
+  FailOnExit guard{{s0}};
+  const Bytes data{1, 2, 3, 4, 5, 6, 7, 8};
+  // op3: copy [8, 16) -> [16, 24); op2: copy [0, 8) -> [8, 16); op1: update [0,
+  // 8).
+  CTS_ASSERT_OK(device()->QueueCopy(1, Points{{s2.get(), 1}},
+                                    Points{{s3.get(), 1}}, buffer.get(), 8,
+                                    buffer.get(), 16, 8));
+  CTS_ASSERT_OK(device()->QueueCopy(1, Points{{s1.get(), 1}},
+                                    Points{{s2.get(), 1}}, buffer.get(), 0,
+                                    buffer.get(), 8, 8));
+  CTS_ASSERT_OK(device()->QueueUpdate(1, Points{{s0.get(), 1}},
+                                      Points{{s1.get(), 1}}, data.data(),
+                                      buffer.get(), 0, 8));
+  CTS_EXPECT_CODE(kDeadlineExceeded, s3->Wait(1, Timeout::After(10ms)));
+  CTS_ASSERT_OK(s0->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s3.get(), 1));
+  EXPECT_EQ(ReadBack(buffer.get(), 16, 8), data);
+  EXPECT_EQ(ReadBack(buffer.get(), 8, 8), data);
+}
+
+TEST_F(Submission, FailedWaitPropagatesThroughChain) {
+  auto buffer = NewHostBuffer(12, 0xEE);
+  auto w = NewSemaphore(0), s1 = NewSemaphore(0), s2 = NewSemaphore(0),
+       s3 = NewSemaphore(0), side = NewSemaphore(0);
+  ASSERT_TRUE(buffer && w && s1 && s2 && s3 && side);
+  CTS_ASSERT_OK(Fill(1, {{w.get(), 1}}, {{s1.get(), 1}, {side.get(), 4}},
+                     buffer.get(), 0, 4, 0x01));
+  CTS_ASSERT_OK(
+      Fill(1, {{s1.get(), 1}}, {{s2.get(), 1}}, buffer.get(), 4, 4, 0x02));
+  CTS_ASSERT_OK(
+      Fill(1, {{s2.get(), 1}}, {{s3.get(), 1}}, buffer.get(), 8, 4, 0x03));
+  w->Fail(DataLossError("upstream data loss"));
+  CTS_EXPECT_CODE(kDataLoss, WaitFor(s3.get(), 1));
+  CTS_EXPECT_CODE(kDataLoss, s1->Query());
+  CTS_EXPECT_CODE(kDataLoss, s2->Query());
+  CTS_EXPECT_CODE(kDataLoss, side->Query());
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(12, 0xEE)) << "a failed op ran";
+}
+
+TEST_F(Submission, FailedWaitFailsOpWithOtherWaitsPending) {
+  // One failed wait is enough; the op does not wait for the others.
+  auto buffer = NewHostBuffer(4, 0xEE);
+  auto ok = NewSemaphore(0), bad = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && ok && bad && s);
+  FailOnExit guard{{ok}};
+  CTS_ASSERT_OK(Fill(1, {{ok.get(), 1}, {bad.get(), 1}}, {{s.get(), 1}},
+                     buffer.get(), 0, 4, 0x01));
+  bad->Fail(UnavailableError("gone"));
+  CTS_EXPECT_CODE(kUnavailable, WaitFor(s.get(), 1));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(4, 0xEE));
+}
+
+TEST_F(Submission, HostCallRunsAfterWaits) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto gate = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(gate && s);
+  FailOnExit guard{{gate}};
+  // Host calls own what they touch: after an early ASSERT return they may
+  // still run while the fixture waits for idle.
+  struct State {
+    std::atomic<int> calls{0};
+    std::atomic<uint64_t> seen{0};
+  };
+  auto state = std::make_shared<State>();
+  CTS_ASSERT_OK(device()->QueueHostCall(1, Points{{gate.get(), 1}},
+                                        Points{{s.get(), 1}},
+                                        [state, gate]() -> Status {
+                                          auto v = gate->Query();
+                                          state->seen = v.ok() ? *v : 0;
+                                          state->calls.fetch_add(1);
+                                          return OkStatus();
+                                        }));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(state->calls.load(), 0) << "host call ran before its wait";
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s.get(), 1));
+  EXPECT_EQ(state->calls.load(), 1);
+  EXPECT_EQ(state->seen.load(), 1u);
+}
+
+TEST_F(Submission, HostCallsFollowSemaphoreOrder) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  FailOnExit guard{{s}};
+  struct State {
+    std::mutex mutex;
+    std::vector<int> order;
+  };
+  auto state = std::make_shared<State>();
+  auto record = [state](int i) {
+    return [state, i]() -> Status {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->order.push_back(i);
+      return OkStatus();
+    };
+  };
+  // Submitted in reverse; op i waits s=i and signals s=i+1.
+  for (int i = 5; i >= 1; --i) {
+    QueueAffinity affinity = QueueAffinity{1} << (i % device()->queue_count());
+    uint64_t v = static_cast<uint64_t>(i);
+    CTS_ASSERT_OK(device()->QueueHostCall(affinity, Points{{s.get(), v}},
+                                          Points{{s.get(), v + 1}}, record(i)));
+  }
+  CTS_ASSERT_OK(s->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s.get(), 6));
+  std::lock_guard<std::mutex> lock(state->mutex);
+  EXPECT_EQ(state->order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST_F(Submission, HostCallErrorFailsSignal) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto buffer = NewHostBuffer(4, 0xEE);
+  auto s = NewSemaphore(0), t = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s && t);
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{s.get(), 1}},
+      []() -> Status { return ResourceExhaustedError("host call ran out"); }));
+  CTS_ASSERT_OK(
+      Fill(1, {{s.get(), 1}}, {{t.get(), 1}}, buffer.get(), 0, 4, 0x01));
+  CTS_EXPECT_CODE(kResourceExhausted, WaitFor(s.get(), 1));
+  CTS_EXPECT_CODE(kResourceExhausted, WaitFor(t.get(), 1));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(4, 0xEE));
+}
+
+TEST_F(Submission, FailedWaitSkipsHostCall) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto w = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(w && s);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, Points{{w.get(), 1}}, Points{{s.get(), 1}}, [calls]() -> Status {
+        calls->fetch_add(1);
+        return OkStatus();
+      }));
+  w->Fail(DataLossError("lost"));
+  CTS_EXPECT_CODE(kDataLoss, WaitFor(s.get(), 1));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(calls->load(), 0);
+}
+
+TEST_F(Submission, HostCallSignalsWakeDeviceWork) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  // host -> device -> host -> device, each step waiting on the previous.
+  auto buffer = NewHostBuffer(8, 0x00);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s);
+  FailOnExit guard{{s}};
+  auto seen = std::make_shared<uint8_t>(0);
+  CTS_ASSERT_OK(device()->QueueHostCall(1, Points{{s.get(), 1}},
+                                        Points{{s.get(), 2}},
+                                        [] { return OkStatus(); }));
+  CTS_ASSERT_OK(
+      Fill(1, {{s.get(), 2}}, {{s.get(), 3}}, buffer.get(), 0, 8, 0x42));
+  CTS_ASSERT_OK(
+      device()->QueueHostCall(1, Points{{s.get(), 3}}, Points{{s.get(), 4}},
+                              [buffer, seen]() -> Status {
+                                return buffer->MapRead(7, seen.get(), 1);
+                              }));
+  CTS_ASSERT_OK(s->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s.get(), 4));
+  EXPECT_EQ(*seen, 0x42);
+}
+
+TEST_F(Submission, ExecuteWithoutCommandBufferIsBarrier) {
+  auto buffer = NewHostBuffer(8, 0x00);
+  auto gate = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && gate && s);
+  FailOnExit guard{{gate}};
+  CTS_ASSERT_OK(
+      Fill(1, {{s.get(), 1}}, {{s.get(), 2}}, buffer.get(), 0, 8, 0x77));
+  CTS_ASSERT_OK(device()->QueueExecute(1, Points{{gate.get(), 1}},
+                                       Points{{s.get(), 1}}, nullptr));
+  CTS_EXPECT_CODE(kDeadlineExceeded, s->Wait(1, Timeout::After(10ms)));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(8, 0x00));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(s.get(), 2));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(8, 0x77));
+}
+
+TEST_F(Submission, SignalsAndWaitsOnSeveralSemaphores) {
+  auto buffer = NewHostBuffer(4, 0x00);
+  auto a = NewSemaphore(0), b = NewSemaphore(10), x = NewSemaphore(0),
+       y = NewSemaphore(3);
+  ASSERT_TRUE(buffer && a && b && x && y);
+  FailOnExit guard{{a, b}};
+  CTS_ASSERT_OK(Fill(1, {{a.get(), 2}, {b.get(), 11}},
+                     {{x.get(), 5}, {y.get(), 9}}, buffer.get(), 0, 4, 0x99));
+  CTS_ASSERT_OK(a->Signal(2));
+  CTS_EXPECT_CODE(kDeadlineExceeded, x->Wait(5, Timeout::After(10ms)));
+  CTS_ASSERT_OK(b->Signal(11));
+  Points both{{x.get(), 5}, {y.get(), 9}};
+  CTS_ASSERT_OK(
+      WaitSemaphores(WaitMode::kAll, both, Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(Payload(x.get()), 5u);
+  EXPECT_EQ(Payload(y.get()), 9u);
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(4, 0x99));
+}
+
+TEST_F(Submission, WaitsOnReachedValuesRunAtOnce) {
+  auto buffer = NewHostBuffer(4, 0x00);
+  auto a = NewSemaphore(7), s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && a && s);
+  CTS_ASSERT_OK(
+      Fill(1, {{a.get(), 3}}, {{s.get(), 1}}, buffer.get(), 0, 4, 0x21));
+  CTS_ASSERT_OK(WaitFor(s.get(), 1));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(4, 0x21));
+}
+
+TEST_F(Submission, InvalidAffinityIsInvalidArgument) {
+  auto buffer = NewHostBuffer(4, 0x00);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s);
+  std::vector<QueueAffinity> bad = {0};
+  if (device()->queue_count() < 64) {
+    bad.push_back(QueueAffinity{1} << device()->queue_count());
+  }
+  const uint8_t p = 1;
+  for (QueueAffinity affinity : bad) {
+    SCOPED_TRACE("affinity " + std::to_string(affinity));
+    Points signal{{s.get(), 1}};
+    CTS_EXPECT_CODE(
+        kInvalidArgument,
+        device()->QueueFill(affinity, {}, signal, buffer.get(), 0, 4, &p, 1));
+    CTS_EXPECT_CODE(kInvalidArgument,
+                    device()->QueueBarrier(affinity, {}, signal));
+    CTS_EXPECT_CODE(kInvalidArgument,
+                    device()->QueueExecute(affinity, {}, signal, nullptr));
+    CTS_EXPECT_CODE(kInvalidArgument,
+                    device()->QueueHostCall(affinity, {}, signal,
+                                            [] { return OkStatus(); }));
+    CTS_EXPECT_CODE(kInvalidArgument, device()->QueueFlush(affinity));
+    CTS_EXPECT_CODE(
+        kInvalidArgument,
+        device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer, affinity, 0));
+  }
+  EXPECT_EQ(Payload(s.get()), 0u);
+  // Any affinity that includes a real queue is fine.
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(kQueueAffinityAny, {}, Points{{s.get(), 1}}));
+  CTS_ASSERT_OK(WaitFor(s.get(), 1));
+}
+
+TEST_F(Submission, NullSemaphoreIsInvalidArgument) {
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, Points{{nullptr, 1}}, Points{{s.get(), 1}}));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, {}, Points{{s.get(), 1}, {nullptr, 2}}));
+  EXPECT_EQ(Payload(s.get()), 0u);
+}
+
+TEST_F(Submission, QueueFlushIsOk) {
+  CTS_EXPECT_OK(device()->QueueFlush(1));
+  CTS_EXPECT_OK(device()->QueueFlush(device()->queue_mask()));
+  CTS_EXPECT_OK(device()->QueueFlush(kQueueAffinityAny));
+}
+
+TEST_F(Submission, QueueDispatchIsUnimplemented) {
+  // Until the executables issue lands, dispatch is UNIMPLEMENTED everywhere.
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  DispatchParams params;
+  CTS_EXPECT_CODE(kUnimplemented,
+                  device()->QueueDispatch(1, {}, Points{{s.get(), 1}}, params));
+  EXPECT_EQ(Payload(s.get()), 0u);
+}
+
+TEST_F(Submission, WaitIdleWaitsForSubmittedWork) {
+  auto buffer = NewDeviceBuffer(1024);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s);
+  for (uint64_t i = 0; i < 16; ++i) {
+    CTS_ASSERT_OK(Fill(QueueAffinity{1} << (i % device()->queue_count()),
+                       {{s.get(), i}}, {{s.get(), i + 1}}, buffer.get(), i * 64,
+                       64, static_cast<uint8_t>(i)));
+  }
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(Payload(s.get()), 16u);
+  Bytes got = ReadBack(buffer.get());
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(Range(got, i * 64, 64), Bytes(64, static_cast<uint8_t>(i))) << i;
+  }
+}
+
+TEST_F(Submission, WaitIdleTimesOutOnBlockedWork) {
+  auto gate = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(gate && s);
+  FailOnExit guard{{gate}};
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{gate.get(), 1}}, Points{{s.get(), 1}}));
+  CTS_EXPECT_CODE(kDeadlineExceeded, device()->WaitIdle(Timeout::After(20ms)));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_EXPECT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(Payload(s.get()), 1u);
+}
+
+}  // namespace
+}  // namespace hal::cts
