@@ -4,7 +4,33 @@
 #include <memory>
 #include <thread>
 
+#include "hal/progress.h"
+
 namespace hal {
+
+namespace {
+// How long a waiter sleeps between pump attempts when another host thread
+// must act first (deterministic simulator only).
+constexpr auto kPumpSlice = std::chrono::milliseconds(1);
+
+// Waits on `cv` until `done()` or the deadline, running progress pumps
+// (with `lock` released) whenever they can make progress.
+template <typename Lock, typename Done>
+void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
+                 Done done) {
+  while (!done()) {
+    lock.unlock();
+    bool progressed = RunProgressPumps();
+    lock.lock();
+    if (done()) return;
+    if (progressed) continue;
+    if (timeout.is_immediate() || timeout.expired()) return;
+    auto slice = Timeout::Clock::now() + kPumpSlice;
+    cv.wait_until(lock, timeout.is_infinite() ? slice
+                                              : std::min(slice, timeout.deadline()));
+  }
+}
+}  // namespace
 
 Ref<Semaphore> Semaphore::Create(uint64_t initial_value) {
   return Ref<Semaphore>::Adopt(new Semaphore(initial_value));
@@ -66,7 +92,11 @@ void Semaphore::Fail(Status status) {
 Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto done = [&] { return !failure_.ok() || payload_ >= value; };
-  if (!done()) {
+  if (!done() && HaveProgressPumps()) {
+    ++waiters_;
+    PumpingWait(cv_, lock, timeout, done);
+    --waiters_;
+  } else if (!done()) {
     if (timeout.is_immediate()) {
       return DeadlineExceededError("semaphore poll: payload %llu < %llu",
                                    static_cast<unsigned long long>(payload_),
@@ -177,7 +207,9 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   Status result;
   {
     std::unique_lock<std::mutex> lock(state->mutex);
-    if (timeout.is_infinite()) {
+    if (HaveProgressPumps()) {
+      PumpingWait(state->cv, lock, timeout, done);
+    } else if (timeout.is_infinite()) {
       state->cv.wait(lock, done);
     } else if (!timeout.is_immediate()) {
       state->cv.wait_until(lock, timeout.deadline(), done);

@@ -9,9 +9,10 @@ namespace {
 constexpr DeviceSize kDefaultAlignment = 64;
 }  // namespace
 
-SimBuffer::SimBuffer(const Params& params, DeviceSize alignment, void* imported,
-                     Allocator::ReleaseCallback release)
+SimBuffer::SimBuffer(const Params& params, uint64_t id, DeviceSize alignment,
+                     void* imported, Allocator::ReleaseCallback release)
     : Buffer(params),
+      id_(id),
       alignment_(alignment),
       storage_(static_cast<uint8_t*>(imported)),
       imported_(imported != nullptr || release != nullptr),
@@ -31,6 +32,10 @@ Status SimBuffer::Commit() {
   if (committed()) return OkStatus();
   auto* alloc = static_cast<SimAllocator*>(allocator());
   DeviceSize size = byte_length();
+  {
+    std::lock_guard<std::mutex> lock(alloc->context().mutex());
+    HAL_RETURN_IF_ERROR(alloc->context().OnAllocate(size));
+  }
   if (!alloc->Charge(memory_type(), size)) {
     return ResourceExhaustedError(
         "simulated device memory exhausted allocating %llu bytes",
@@ -66,8 +71,14 @@ void SimBuffer::Decommit() {
   alloc->RecordFree(memory_type(), byte_length());
 }
 
-StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize,
-                                      MemoryAccess) {
+StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize length,
+                                      MemoryAccess access) {
+  {
+    auto& ctx = static_cast<SimAllocator*>(allocator())->context();
+    std::lock_guard<std::mutex> lock(ctx.mutex());
+    HAL_RETURN_IF_ERROR(ctx.CheckHostAccess(
+        id_, offset, length, Any(access & (MemoryAccess::kWrite | MemoryAccess::kDiscard))));
+  }
   uint8_t* p = host_storage();
   if (!p && byte_length() != 0) {
     return FailedPreconditionError("map: buffer memory is not committed");
@@ -75,8 +86,15 @@ StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize,
   return p ? p + offset : nullptr;
 }
 
-Ref<SimAllocator> SimAllocator::Create(DeviceSize device_memory_limit) {
-  return Ref<SimAllocator>::Adopt(new SimAllocator(device_memory_limit));
+Ref<SimAllocator> SimAllocator::Create(DeviceSize device_memory_limit,
+                                       std::shared_ptr<SimContext> context) {
+  return Ref<SimAllocator>::Adopt(
+      new SimAllocator(device_memory_limit, std::move(context)));
+}
+
+uint64_t SimAllocator::NextBufferId() {
+  std::lock_guard<std::mutex> lock(context_->mutex());
+  return context_->NextBufferId();
 }
 
 bool SimAllocator::Charge(MemoryType type, DeviceSize size) {
@@ -126,7 +144,7 @@ StatusOr<Ref<SimBuffer>> SimAllocator::CreateReserved(const BufferParams& params
   p.byte_length = size;
   p.initial_state = BufferState::kReserved;
   return Ref<SimBuffer>::Adopt(
-      new SimBuffer(p, params.min_alignment, nullptr, nullptr));
+      new SimBuffer(p, NextBufferId(), params.min_alignment, nullptr, nullptr));
 }
 
 StatusOr<Ref<Buffer>> SimAllocator::AllocateBufferImpl(const BufferParams& params,
@@ -151,7 +169,8 @@ StatusOr<Ref<Buffer>> SimAllocator::ImportHostAllocationImpl(
   // An imported buffer always counts as imported, even with no callback.
   if (!release) release = [] {};
   RecordImport();
-  return Ref<Buffer>::Adopt(new SimBuffer(p, 1, ptr, std::move(release)));
+  return Ref<Buffer>::Adopt(
+      new SimBuffer(p, NextBufferId(), 1, ptr, std::move(release)));
 }
 
 }  // namespace hal::sim

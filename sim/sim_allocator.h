@@ -6,8 +6,11 @@
 #include <atomic>
 #include <mutex>
 
+#include <memory>
+
 #include "hal/allocator.h"
 #include "hal/buffer.h"
+#include "sim/sim_context.h"
 
 namespace hal::sim {
 
@@ -20,6 +23,8 @@ class SimBuffer final : public Buffer {
   // Frees the memory (queue_dealloca). The buffer object stays.
   void Decommit();
   bool committed() const { return storage_.load() != nullptr || committed_empty_; }
+  // Per-device id, in creation order (traces and checker reports use it).
+  uint64_t id() const { return id_; }
 
  protected:
   StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
@@ -30,10 +35,11 @@ class SimBuffer final : public Buffer {
 
  private:
   friend class SimAllocator;
-  SimBuffer(const Params& params, DeviceSize alignment, void* imported,
-            Allocator::ReleaseCallback release);
+  SimBuffer(const Params& params, uint64_t id, DeviceSize alignment,
+            void* imported, Allocator::ReleaseCallback release);
   ~SimBuffer() override;
 
+  uint64_t id_;
   DeviceSize alignment_;
   std::atomic<uint8_t*> storage_{nullptr};
   std::atomic<bool> committed_empty_{false};  // committed with no bytes
@@ -44,7 +50,9 @@ class SimBuffer final : public Buffer {
 class SimAllocator final : public Allocator {
  public:
   // `device_memory_limit` bounds live DEVICE_LOCAL bytes (RESOURCE_EXHAUSTED).
-  static Ref<SimAllocator> Create(DeviceSize device_memory_limit);
+  static Ref<SimAllocator> Create(DeviceSize device_memory_limit,
+                                  std::shared_ptr<SimContext> context);
+  SimContext& context() const { return *context_; }
 
   // A buffer in the kReserved state, without memory (queue_alloca).
   // `params` must come from QueryCompatibility.
@@ -66,8 +74,11 @@ class SimAllocator final : public Allocator {
                                                  ReleaseCallback release) override;
 
  private:
-  explicit SimAllocator(DeviceSize limit) : device_limit_(limit) {}
+  SimAllocator(DeviceSize limit, std::shared_ptr<SimContext> context)
+      : device_limit_(limit), context_(std::move(context)) {}
+  uint64_t NextBufferId();
   DeviceSize device_limit_;
+  std::shared_ptr<SimContext> context_;
   std::atomic<DeviceSize> device_used_{0};
 };
 

@@ -1,9 +1,28 @@
 #include "sim/sim_device.h"
 
-#include <cstring>
-#include <variant>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+
+#include "sim/sim_command_buffer.h"
 
 namespace hal::sim {
+
+namespace {
+
+// A semaphore with a per-device id, so traces name semaphores the same way
+// in every run.
+class SimSemaphore final : public Semaphore {
+ public:
+  SimSemaphore(uint64_t initial_value, uint64_t id)
+      : Semaphore(initial_value), id_(id) {}
+  uint64_t id() const { return id_; }
+
+ private:
+  uint64_t id_;
+};
+
+}  // namespace
 
 StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
                               DeviceSize length, const char* what) {
@@ -22,57 +41,29 @@ StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
   return base + offset;
 }
 
-namespace {
-
-void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
-                 size_t pattern_length) {
-  if (pattern_length == 1) {
-    std::memset(p, static_cast<int>(pattern & 0xFF), length);
-    return;
-  }
-  for (DeviceSize i = 0; i < length; i += pattern_length) {
-    std::memcpy(p + i, &pattern, pattern_length);
-  }
+uint64_t SimBufferId(Buffer* allocated) {
+  auto* b = dynamic_cast<SimBuffer*>(allocated);
+  return b ? b->id() : 0;
 }
-
-// Replays a recorded command buffer on host memory, in recorded order.
-// (Recorded order is one of the orders the HAL allows; the deterministic
-// scheduler explores the others.)
-Status ExecuteCommands(const CommandBuffer& cb, BindingTable table) {
-  for (const Command& c : cb.commands()) {
-    if (auto* f = std::get_if<cmd::Fill>(&c)) {
-      ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
-      HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "fill"));
-      FillPattern(p, r.length, f->pattern, f->pattern_length);
-    } else if (auto* u = std::get_if<cmd::Update>(&c)) {
-      ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
-      HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "update"));
-      if (r.length) std::memcpy(p, cb.data().data() + u->data_offset, r.length);
-    } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
-      ResolvedRef s = CommandBuffer::ResolveRef(cp->source, table);
-      ResolvedRef d = CommandBuffer::ResolveRef(cp->target, table);
-      HAL_ASSIGN_OR_RETURN(uint8_t* sp, SimStorage(s.buffer, s.offset, cp->length, "copy source"));
-      HAL_ASSIGN_OR_RETURN(uint8_t* dp, SimStorage(d.buffer, d.offset, cp->length, "copy target"));
-      if (cp->length) std::memmove(dp, sp, cp->length);
-    }
-    // Barriers, events and debug groups order nothing further in a serial
-    // replay.
-  }
-  return OkStatus();
-}
-
-}  // namespace
 
 SimDevice::SimDevice(DeviceInfo info, Ref<SimAllocator> allocator,
-                     const SimDeviceOptions& options)
+                     const SimDeviceOptions& options,
+                     std::shared_ptr<SimContext> context)
     : Device(std::move(info), Ref<Allocator>(allocator)),
+      options_(options),
+      context_(std::move(context)),
       sim_allocator_(allocator.get()),
-      scheduler_(CreateThreadedScheduler(options.queue_count)) {}
+      scheduler_(options.mode == SimMode::kThreaded
+                     ? CreateThreadedScheduler(options.queue_count, context_)
+                     : CreateDeterministicScheduler(context_)) {}
 
 SimDevice::~SimDevice() { scheduler_->Shutdown(); }
 
 StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
-  HAL_RETURN_IF_ERROR(uri.CheckKnownParams({"queues", "memory_mb", "seed"}));
+  HAL_RETURN_IF_ERROR(uri.CheckKnownParams(
+      {"queues", "memory_mb", "seed", "mode", "check", "trace", "workers",
+       "fail_alloc", "alloc_fail_ppm", "fail_op", "op_fail_ppm", "slow_ppm",
+       "lose_device_at"}));
   if (uri.devices.size() > 1 || (uri.devices.size() == 1 && uri.devices[0] != "0")) {
     return NotFoundError("sim has one device, 'sim:0'; got '%s'",
                          uri.ToString().c_str());
@@ -80,10 +71,36 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
   SimDeviceOptions options;
   HAL_ASSIGN_OR_RETURN(uint64_t queues, uri.GetUint("queues", 2, 1, kMaxQueues));
   HAL_ASSIGN_OR_RETURN(uint64_t memory_mb, uri.GetUint("memory_mb", 4096, 1, 1u << 24));
-  HAL_ASSIGN_OR_RETURN(options.seed, uri.GetUint("seed", 0));
+  HAL_ASSIGN_OR_RETURN(options.checking, uri.GetBool("check", true));
+  HAL_ASSIGN_OR_RETURN(uint64_t workers, uri.GetUint("workers", 1, 1, 64));
+  HAL_ASSIGN_OR_RETURN(options.faults, SimFaultPlan::FromUri(uri));
   options.queue_count = static_cast<int>(queues);
   options.device_memory_bytes = memory_mb << 20;
-  return Create(options, uri.ToString());
+  options.workers = static_cast<int>(workers);
+  if (auto it = uri.params.find("mode"); it != uri.params.end()) {
+    if (it->second == "deterministic") {
+      options.mode = SimMode::kDeterministic;
+    } else if (it->second == "threaded") {
+      options.mode = SimMode::kThreaded;
+    } else {
+      return InvalidArgumentError(
+          "sim mode '%s' is not 'deterministic' or 'threaded'", it->second.c_str());
+    }
+  }
+  if (auto it = uri.params.find("trace"); it != uri.params.end()) {
+    options.trace_path = it->second;
+  }
+  DeviceUri canonical = uri;
+  if (uri.has_param("seed")) {
+    HAL_ASSIGN_OR_RETURN(options.seed, uri.GetUint("seed", 0));
+  } else {
+    std::random_device rd;
+    options.seed = (uint64_t{rd()} << 32) ^ rd();
+    canonical.params["seed"] = std::to_string(options.seed);
+    std::fprintf(stderr, "sim: no seed given; drew seed=%" PRIu64 " (replay: %s)\n",
+                 options.seed, canonical.ToString().c_str());
+  }
+  return Create(options, canonical.ToString());
 }
 
 StatusOr<Ref<Device>> SimDevice::Create(const SimDeviceOptions& options,
@@ -100,9 +117,37 @@ StatusOr<Ref<Device>> SimDevice::Create(const SimDeviceOptions& options,
   info.memory_bytes = options.device_memory_bytes;
   info.queue_count = options.queue_count;
   info.properties["seed"] = std::to_string(options.seed);
-  info.properties["scheduler"] = "threaded";
-  return Ref<Device>::Adopt(new SimDevice(
-      std::move(info), SimAllocator::Create(options.device_memory_bytes), options));
+  info.properties["mode"] =
+      options.mode == SimMode::kThreaded ? "threaded" : "deterministic";
+  info.properties["checking"] = options.checking ? "on" : "off";
+  auto context = std::make_shared<SimContext>(options.seed, options.checking,
+                                              options.faults, options.trace_path);
+  auto allocator = SimAllocator::Create(options.device_memory_bytes, context);
+  return Ref<Device>::Adopt(
+      new SimDevice(std::move(info), std::move(allocator), options, context));
+}
+
+StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(uint64_t initial_value) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(context_->mutex());
+    id = context_->NextBufferId();  // one id space for buffers and semaphores
+    context_->Trace("create semaphore s" + std::to_string(id) + "=" +
+                    std::to_string(initial_value));
+  }
+  return Ref<Semaphore>::Adopt(new SimSemaphore(initial_value, id));
+}
+
+std::string SimDevice::SemaphoreLabel(Semaphore* semaphore) {
+  if (auto* s = dynamic_cast<SimSemaphore*>(semaphore)) {
+    return "s" + std::to_string(s->id());
+  }
+  for (const auto& [sem, id] : foreign_semaphores_) {
+    if (sem.get() == semaphore) return "x" + std::to_string(id);
+  }
+  uint64_t id = foreign_semaphores_.size() + 1;
+  foreign_semaphores_.emplace_back(Ref<Semaphore>(semaphore), id);
+  return "x" + std::to_string(id);
 }
 
 std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity,
@@ -112,6 +157,31 @@ std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity
   op->queue = FirstQueue(affinity);
   op->SetPoints(wait, signal);
   return op;
+}
+
+void SimDevice::Submit(std::unique_ptr<SimOp> op) {
+  {
+    std::lock_guard<std::mutex> lock(context_->mutex());
+    op->id = ++next_op_id_;
+    std::string line = "submit " + std::string(op->name) + "#" +
+                       std::to_string(op->id) + " q" + std::to_string(op->queue) +
+                       " wait[";
+    for (auto& [sem, value] : op->waits) {
+      line += SemaphoreLabel(sem.get()) + ">=" + std::to_string(value) + " ";
+    }
+    line += "] signal[";
+    for (auto& [sem, value] : op->signals) {
+      line += SemaphoreLabel(sem.get()) + "=" + std::to_string(value) + " ";
+    }
+    line += "]";
+    for (const SimAccess& a : op->accesses) {
+      line += " " + std::string(a.free ? "F" : a.write ? "W" : "R") + "#" +
+              std::to_string(a.buffer_id) + "[" + std::to_string(a.offset) + "+" +
+              std::to_string(a.length) + "]";
+    }
+    context_->Trace(line);
+  }
+  scheduler_->Submit(std::move(op));
 }
 
 StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
@@ -136,7 +206,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
     buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
     return OkStatus();
   };
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return Ref<Buffer>(std::move(buffer));
 }
 
@@ -144,6 +214,8 @@ Status SimDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, Buffer* buffer) {
   Ref<SimBuffer> sim_buffer(static_cast<SimBuffer*>(buffer));
   auto op = NewOp("queue_dealloca", affinity, wait, signal);
+  op->AddAccess(buffer, sim_buffer->id(), 0, buffer->byte_length(), true,
+                /*free=*/true);
   op->run = [sim_buffer]() -> Status {
     sim_buffer->Decommit();
     sim_buffer->TransitionState(BufferState::kDeallocaQueued, BufferState::kFreed);
@@ -155,7 +227,7 @@ Status SimDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
         BufferState::kDeallocaQueued,
         sim_buffer->committed() ? BufferState::kLive : BufferState::kReserved);
   };
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return OkStatus();
 }
 
@@ -164,15 +236,15 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
                                 uint64_t source_offset, Buffer* target,
                                 DeviceSize target_offset, DeviceSize length) {
   auto op = NewOp("queue_read", affinity, wait, signal);
-  op->run = [file = Ref<File>(source), buffer = Ref<Buffer>(target),
-             source_offset, target_offset, length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(
-        uint8_t* p, SimStorage(buffer->allocated_buffer(),
-                               buffer->byte_offset() + target_offset, length,
-                               "queue_read"));
+  Buffer* root = target->allocated_buffer();
+  DeviceSize offset = target->byte_offset() + target_offset;
+  op->AddAccess(root, SimBufferId(root), offset, length, true);
+  op->run = [file = Ref<File>(source), root, source_offset, offset,
+             length]() -> Status {
+    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_read"));
     return file->Read(source_offset, p, length);
   };
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return OkStatus();
 }
 
@@ -181,15 +253,15 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
                                  DeviceSize source_offset, File* target,
                                  uint64_t target_offset, DeviceSize length) {
   auto op = NewOp("queue_write", affinity, wait, signal);
-  op->run = [file = Ref<File>(target), buffer = Ref<Buffer>(source),
-             source_offset, target_offset, length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(
-        uint8_t* p, SimStorage(buffer->allocated_buffer(),
-                               buffer->byte_offset() + source_offset, length,
-                               "queue_write"));
+  Buffer* root = source->allocated_buffer();
+  DeviceSize offset = source->byte_offset() + source_offset;
+  op->AddAccess(root, SimBufferId(root), offset, length, false);
+  op->run = [file = Ref<File>(target), root, offset, target_offset,
+             length]() -> Status {
+    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_write"));
     return file->Write(target_offset, p, length);
   };
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return OkStatus();
 }
 
@@ -200,17 +272,25 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
   auto op = NewOp(command_buffer ? "queue_execute" : "queue_barrier", affinity,
                   wait, signal);
   if (command_buffer) {
-    // Keep the table's buffers alive until the work ran.
     std::vector<Binding> table(bindings.begin(), bindings.end());
-    std::vector<Ref<Buffer>> retained;
-    retained.reserve(table.size());
-    for (const Binding& b : table) retained.emplace_back(b.buffer);
+    for (const Command& c : command_buffer->commands()) {
+      CommandAccesses(c, table, &op->accesses);
+    }
+    for (const SimAccess& a : op->accesses) op->retained.emplace_back(a.buffer);
+    // Keep the table's buffers alive until the work ran.
+    for (const Binding& b : table) op->retained.emplace_back(b.buffer);
+    std::string label = std::string(op->name) + "#" + std::to_string(next_op_id_ + 1);
     op->run = [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table),
-               retained = std::move(retained)]() -> Status {
-      return ExecuteCommands(*cb, table);
+               context = context_, label]() -> Status {
+      std::vector<size_t> order;
+      {
+        std::lock_guard<std::mutex> lock(context->mutex());
+        HAL_ASSIGN_OR_RETURN(order, PlanCommandBuffer(*cb, table, label, *context));
+      }
+      return ExecuteCommandBuffer(*cb, table, order);
     };
   }
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return OkStatus();
 }
 
@@ -218,7 +298,7 @@ Status SimDevice::QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, HostCallFn fn) {
   auto op = NewOp("queue_host_call", affinity, wait, signal);
   op->run = std::move(fn);
-  scheduler_->Submit(std::move(op));
+  Submit(std::move(op));
   return OkStatus();
 }
 
@@ -229,7 +309,9 @@ Status SimDevice::WaitIdleImpl(Timeout timeout) {
 Status RegisterSimDriver(DriverRegistry* registry) {
   DriverFactory factory;
   factory.name = "sim";
-  factory.description = "deterministic CPU simulator (every HAL concept on host memory)";
+  factory.description =
+      "deterministic CPU simulator (every HAL concept on host memory, seeded "
+      "scheduling, hazard checks, faults)";
   factory.enumerate = []() -> StatusOr<std::vector<DeviceInfo>> {
     DeviceInfo info;
     info.driver = "sim";
@@ -242,6 +324,42 @@ Status RegisterSimDriver(DriverRegistry* registry) {
   };
   factory.try_create = [](const DeviceUri& uri) { return SimDevice::Create(uri); };
   return registry->Register(std::move(factory));
+}
+
+StatusOr<SimDevice*> AsSimDevice(Device* device) {
+  auto* sim = dynamic_cast<SimDevice*>(device);
+  if (!sim) return InvalidArgumentError("not a simulator device");
+  return sim;
+}
+
+StatusOr<uint64_t> SimSeed(Device* device) {
+  HAL_ASSIGN_OR_RETURN(SimDevice * sim, AsSimDevice(device));
+  return sim->options().seed;
+}
+
+StatusOr<uint64_t> SimTraceHash(Device* device) {
+  HAL_ASSIGN_OR_RETURN(SimDevice * sim, AsSimDevice(device));
+  std::lock_guard<std::mutex> lock(sim->context().mutex());
+  return sim->context().trace_hash();
+}
+
+StatusOr<uint64_t> SimVirtualTimeNs(Device* device) {
+  HAL_ASSIGN_OR_RETURN(SimDevice * sim, AsSimDevice(device));
+  std::lock_guard<std::mutex> lock(sim->context().mutex());
+  return sim->context().now_ns();
+}
+
+StatusOr<std::vector<std::string>> SimCheckerReports(Device* device) {
+  HAL_ASSIGN_OR_RETURN(SimDevice * sim, AsSimDevice(device));
+  std::lock_guard<std::mutex> lock(sim->context().mutex());
+  return sim->context().reports();
+}
+
+Status SimSetFaults(Device* device, const SimFaultPlan& plan) {
+  HAL_ASSIGN_OR_RETURN(SimDevice * sim, AsSimDevice(device));
+  std::lock_guard<std::mutex> lock(sim->context().mutex());
+  sim->context().set_faults(plan);
+  return OkStatus();
 }
 
 }  // namespace hal::sim

@@ -1,25 +1,42 @@
 // The simulator device: every HAL concept on the CPU, with real host memory,
-// several queues and a replaceable scheduler (sim_scheduler.h).
+// several queues, and a seed that drives scheduling, durations and faults.
 //
-// URI parameters (sim://?queues=4&seed=7):
-//   queues     number of queues, 1..64 (default 2)
-//   memory_mb  DEVICE_LOCAL memory budget in MiB (default 4096)
-//   seed       recorded in the device info; scheduling is not seeded yet
+// URI parameters (sim://?seed=7&queues=4):
+//   seed        u64; without it one is drawn and printed to stderr
+//   mode        deterministic (default) | threaded
+//   queues      1..64 (default 2)
+//   memory_mb   DEVICE_LOCAL budget in MiB (default 4096)
+//   check       1 (default) | 0: the hazard checker
+//   trace       path: write the trace there when the device is destroyed
+//   workers     dispatch worker threads (default 1)
+//   fail_alloc, alloc_fail_ppm, fail_op, op_fail_ppm, slow_ppm,
+//   lose_device_at  faults (see SimFaultPlan in sim_context.h)
+// See docs/simulator.md for the model.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hal/device.h"
 #include "hal/driver.h"
 #include "sim/sim_allocator.h"
+#include "sim/sim_context.h"
 #include "sim/sim_scheduler.h"
 
 namespace hal::sim {
+
+enum class SimMode { kDeterministic, kThreaded };
 
 struct SimDeviceOptions {
   int queue_count = 2;
   DeviceSize device_memory_bytes = DeviceSize{4096} << 20;
   uint64_t seed = 0;
+  SimMode mode = SimMode::kDeterministic;
+  bool checking = true;
+  std::string trace_path;
+  int workers = 1;
+  SimFaultPlan faults;
 };
 
 class SimDevice final : public Device {
@@ -28,7 +45,11 @@ class SimDevice final : public Device {
   static StatusOr<Ref<Device>> Create(const SimDeviceOptions& options,
                                       std::string uri);
 
+  const SimDeviceOptions& options() const { return options_; }
+  SimContext& context() { return *context_; }
+
  protected:
+  StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
   StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
                                         SemaphoreList wait, SemaphoreList signal,
                                         const BufferParams& params,
@@ -52,22 +73,44 @@ class SimDevice final : public Device {
 
  private:
   SimDevice(DeviceInfo info, Ref<SimAllocator> allocator,
-            const SimDeviceOptions& options);
+            const SimDeviceOptions& options,
+            std::shared_ptr<SimContext> context);
   ~SimDevice() override;
 
   std::unique_ptr<SimOp> NewOp(const char* name, QueueAffinity affinity,
                                SemaphoreList wait, SemaphoreList signal);
+  void Submit(std::unique_ptr<SimOp> op);
+  std::string SemaphoreLabel(Semaphore* semaphore);
 
+  SimDeviceOptions options_;
+  std::shared_ptr<SimContext> context_;
   SimAllocator* sim_allocator_;
   std::unique_ptr<SimScheduler> scheduler_;
+  // Ids for semaphores this device did not create (first seen, kept alive
+  // so an id is never reused); under the context lock.
+  std::vector<std::pair<Ref<Semaphore>, uint64_t>> foreign_semaphores_;
+  uint64_t next_op_id_ = 0;  // under the context lock
 };
 
 // Adds the "sim" driver to `registry`.
 Status RegisterSimDriver(DriverRegistry* registry);
 
-// Host address of `length` bytes at `offset` of a resolved reference, or an
+// Sim-specific controls for tests and tools. Each returns INVALID_ARGUMENT
+// when `device` is not a simulator device.
+StatusOr<SimDevice*> AsSimDevice(Device* device);
+StatusOr<uint64_t> SimSeed(Device* device);
+// FNV-1a over the trace so far (host calls and device events).
+StatusOr<uint64_t> SimTraceHash(Device* device);
+StatusOr<uint64_t> SimVirtualTimeNs(Device* device);
+// Hazards the checker reported, oldest first.
+StatusOr<std::vector<std::string>> SimCheckerReports(Device* device);
+Status SimSetFaults(Device* device, const SimFaultPlan& plan);
+
+// Host address of `length` bytes at `offset` of an allocated buffer, or an
 // error when the memory is not there (queue_alloca not committed, freed).
 StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
                               DeviceSize length, const char* what);
+// The per-device id of a simulator buffer (0 for others).
+uint64_t SimBufferId(Buffer* allocated);
 
 }  // namespace hal::sim

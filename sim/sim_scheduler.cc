@@ -1,10 +1,13 @@
 #include "sim/sim_scheduler.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
+
+#include "hal/progress.h"
 
 namespace hal::sim {
 
@@ -22,35 +25,48 @@ void FinishSimOp(SimOp& op, const Status& status) {
 
 namespace {
 
-void Abandon(SimOp& op, const Status& status) {
-  if (op.abandon) op.abandon(status);
-  FinishSimOp(op, status);
+std::string OpLabel(const SimOp& op) {
+  return std::string(op.name) + "#" + std::to_string(op.id);
 }
 
 // An op plus the bookkeeping of its pending waits. Owned by shared_ptr so
 // that timepoint callbacks racing with shutdown keep it alive.
 struct Entry {
   std::unique_ptr<SimOp> op;
-  std::mutex mutex;
+  std::mutex mutex;  // guards the four fields below
   int pending = 0;
-  bool dispatched = false;  // handed to a queue (all waits met, or one failed)
+  bool dispatched = false;  // handed on (all waits met, or one failed)
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
+  // Deterministic scheduler, under Core's lock.
+  uint64_t complete_at = 0;
+  uint64_t start_seq = 0;
+  bool began = false;  // registered with the checker
+  Status hazard;
 };
 
-// The state shared with timepoint callbacks. Callbacks hold it by
-// shared_ptr: one may still be running on a signalling thread after the
-// scheduler is gone (its cancellation lost the race), and then finds
-// `joined` set and does nothing.
+// The state shared with timepoint callbacks, guarded by the context's mutex
+// (one lock for the scheduler, the checker, the clock and the trace).
+// Callbacks hold Core by shared_ptr: one may still be running on a
+// signalling thread after the scheduler is gone (its cancellation lost the
+// race), and then finds `joined` set and does nothing.
 struct Core {
-  std::mutex mutex;
+  explicit Core(std::shared_ptr<SimContext> c, bool det, int queues)
+      : ctx(std::move(c)), deterministic(det), queues(queues) {}
+
+  std::shared_ptr<SimContext> ctx;
+  const bool deterministic;
   std::condition_variable work_cv;
   std::condition_variable idle_cv;
-  std::vector<std::deque<std::shared_ptr<Entry>>> queues;
-  std::unordered_set<std::shared_ptr<Entry>> live;
+  std::vector<std::deque<std::shared_ptr<Entry>>> queues;  // threaded: ready
+  std::vector<std::shared_ptr<Entry>> ready;    // deterministic: not started
+  std::vector<std::shared_ptr<Entry>> running;  // deterministic: started
+  std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
   size_t in_flight = 0;
   bool stopping = false;
   bool joined = false;
+
+  std::mutex& mutex() { return ctx->mutex(); }
 
   void WaitResolved(const std::shared_ptr<Entry>& entry, const Status& status) {
     {
@@ -59,21 +75,153 @@ struct Core {
       if (!status.ok() && entry->failure.ok()) entry->failure = status;
       // A failed wait dispatches at once: the op will not run, and its
       // signals must fail now rather than after waits that may never come.
-      bool ready = entry->pending == 0 || !entry->failure.ok();
-      if (!ready || entry->dispatched) return;
+      bool ready_now = entry->pending == 0 || !entry->failure.ok();
+      if (!ready_now || entry->dispatched) return;
       entry->dispatched = true;
     }
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<std::mutex> lock(mutex());
     if (joined) return;  // Shutdown abandons everything left in `live`
-    queues[entry->op->queue].push_back(entry);
+    if (deterministic) {
+      ready.push_back(entry);
+    } else {
+      queues[entry->op->queue].push_back(entry);
+    }
     work_cv.notify_all();
+  }
+
+  // Registers `entry`; with the lock held. False when it cannot be queued
+  // (shutting down or device lost): the caller abandons it.
+  Status Admit(const std::shared_ptr<Entry>& entry) {
+    if (stopping) return CancelledError("device is shutting down");
+    if (!ctx->lost().ok()) return ctx->lost();
+    live.emplace(entry->op->id, entry);
+    ++in_flight;
+    return OkStatus();
+  }
+
+  void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op) {
+    auto entry = std::make_shared<Entry>();
+    entry->op = std::move(op);
+    entry->pending = static_cast<int>(entry->op->waits.size()) + 1;
+    Status admitted;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      admitted = Admit(entry);
+    }
+    if (!admitted.ok()) {
+      Abandon(*entry->op, admitted);
+      return;
+    }
+    for (auto& [sem, value] : entry->op->waits) {
+      auto id = sem->NotifyAt(value, [self, entry](const Status& status) {
+        self->WaitResolved(entry, status);
+      });
+      if (id) {
+        std::lock_guard<std::mutex> lock(entry->mutex);
+        entry->timepoints.emplace_back(sem.get(), id);
+      }
+    }
+    WaitResolved(entry, OkStatus());  // the +1 taken above
+  }
+
+  static void CancelWaits(Entry& entry) {
+    std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> ids;
+    {
+      std::lock_guard<std::mutex> lock(entry.mutex);
+      ids.swap(entry.timepoints);
+    }
+    for (auto& [sem, id] : ids) sem->CancelTimepoint(id);
+  }
+
+  static void Abandon(SimOp& op, const Status& status) {
+    if (op.abandon) op.abandon(status);
+    FinishSimOp(op, status);
+  }
+
+  // Fails every op not yet taken by a worker or a pump step, in id order.
+  void AbandonAll(const Status& status) {
+    std::vector<std::shared_ptr<Entry>> left;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      for (auto& [id, e] : live) left.push_back(e);
+      live.clear();
+      ready.clear();
+      for (auto& e : running) {
+        if (e->began) ctx->EndAccess(e->op->id);
+      }
+      running.clear();
+      for (auto& q : queues) q.clear();
+      for (auto& e : left) ctx->Trace("abandon " + OpLabel(*e->op) + " " + status.ToString());
+    }
+    for (auto& e : left) {
+      CancelWaits(*e);
+      Abandon(*e->op, status);
+    }
+    std::lock_guard<std::mutex> lock(mutex());
+    in_flight -= left.size();
+    idle_cv.notify_all();
+  }
+
+  // Runs the op's work (or not) and returns its status. `lost` is the
+  // device-loss status when the device is gone.
+  Status Execute(Entry& entry, const Status& lost) {
+    SimOp& op = *entry.op;
+    Status failure;
+    {
+      std::lock_guard<std::mutex> lock(entry.mutex);
+      failure = entry.failure;
+    }
+    if (!failure.ok()) {
+      CancelWaits(entry);  // drop the callbacks of waits still pending
+      if (op.abandon) op.abandon(failure);
+      return failure;
+    }
+    if (!lost.ok()) {
+      if (op.abandon) op.abandon(lost);
+      return lost;
+    }
+    if (!entry.hazard.ok()) return entry.hazard;
+    Status fault;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      fault = ctx->OnRunOp(OpLabel(op));
+    }
+    if (!fault.ok()) return fault;
+    return op.run ? op.run() : OkStatus();
+  }
+
+  // Checks the device-loss time after the clock moved; with the lock held.
+  void CheckLoss() {
+    uint64_t at = ctx->faults().lose_device_at;
+    if (at && ctx->now_ns() >= at && ctx->lost().ok()) {
+      ctx->LoseDevice(DataLossError(
+          "simulated device loss at virtual time %llu ns (seed %llu)",
+          (unsigned long long)at, (unsigned long long)ctx->seed()));
+      ctx->Trace("device lost at t=" + std::to_string(ctx->now_ns()));
+    }
+  }
+
+  // Completion bookkeeping shared by both schedulers.
+  void Complete(const std::shared_ptr<Entry>& entry, const Status& status) {
+    Status lost;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      if (entry->began) ctx->EndAccess(entry->op->id);
+      ctx->Trace("t=" + std::to_string(ctx->now_ns()) + " complete " +
+                 OpLabel(*entry->op) + " " + status.ToString());
+      lost = ctx->lost();
+    }
+    FinishSimOp(*entry->op, status);
+    if (!lost.ok()) AbandonAll(lost);
+    std::lock_guard<std::mutex> lock(mutex());
+    if (--in_flight == 0) idle_cv.notify_all();
   }
 };
 
 class ThreadedScheduler final : public SimScheduler {
  public:
-  explicit ThreadedScheduler(int queue_count) : core_(std::make_shared<Core>()) {
-    core_->queues.resize(queue_count);
+  ThreadedScheduler(int queue_count, std::shared_ptr<SimContext> ctx)
+      : core_(std::make_shared<Core>(std::move(ctx), false, queue_count)) {
     for (int i = 0; i < queue_count; ++i) {
       workers_.emplace_back([this, i] { WorkerMain(i); });
     }
@@ -81,33 +229,11 @@ class ThreadedScheduler final : public SimScheduler {
   ~ThreadedScheduler() override { Shutdown(); }
 
   void Submit(std::unique_ptr<SimOp> op) override {
-    auto entry = std::make_shared<Entry>();
-    entry->op = std::move(op);
-    entry->pending = static_cast<int>(entry->op->waits.size()) + 1;
-    {
-      std::lock_guard<std::mutex> lock(core_->mutex);
-      if (core_->stopping) {
-        Abandon(*entry->op, CancelledError("device is shutting down"));
-        return;
-      }
-      core_->live.insert(entry);
-      ++core_->in_flight;
-    }
-    std::shared_ptr<Core> core = core_;
-    for (auto& [sem, value] : entry->op->waits) {
-      auto id = sem->NotifyAt(value, [core, entry](const Status& status) {
-        core->WaitResolved(entry, status);
-      });
-      if (id) {
-        std::lock_guard<std::mutex> lock(entry->mutex);
-        entry->timepoints.emplace_back(sem.get(), id);
-      }
-    }
-    core_->WaitResolved(entry, OkStatus());  // the +1 taken above
+    core_->Submit(core_, std::move(op));
   }
 
   Status WaitIdle(Timeout timeout) override {
-    std::unique_lock<std::mutex> lock(core_->mutex);
+    std::unique_lock<std::mutex> lock(core_->mutex());
     auto idle = [this] { return core_->in_flight == 0; };
     if (timeout.is_infinite()) {
       core_->idle_cv.wait(lock, idle);
@@ -121,7 +247,7 @@ class ThreadedScheduler final : public SimScheduler {
 
   void Shutdown() override {
     {
-      std::lock_guard<std::mutex> lock(core_->mutex);
+      std::lock_guard<std::mutex> lock(core_->mutex());
       if (core_->stopping) return;
       core_->stopping = true;
       core_->work_cv.notify_all();
@@ -129,72 +255,175 @@ class ThreadedScheduler final : public SimScheduler {
     // Workers drain their ready queues before they exit.
     for (auto& w : workers_) w.join();
     workers_.clear();
-    // Whatever is left waits on semaphores nobody will signal for us now.
-    std::vector<std::shared_ptr<Entry>> left;
     {
-      std::lock_guard<std::mutex> lock(core_->mutex);
+      std::lock_guard<std::mutex> lock(core_->mutex());
       core_->joined = true;
-      left.assign(core_->live.begin(), core_->live.end());
-      core_->live.clear();
-      for (auto& q : core_->queues) q.clear();
-      core_->in_flight = 0;
-      core_->idle_cv.notify_all();
     }
-    for (auto& entry : left) {
-      std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> ids;
-      {
-        std::lock_guard<std::mutex> lock(entry->mutex);
-        ids.swap(entry->timepoints);
-      }
-      for (auto& [sem, id] : ids) sem->CancelTimepoint(id);
-      Abandon(*entry->op, CancelledError("device destroyed before '%s' ran",
-                                         entry->op->name));
-    }
+    // Whatever is left waits on semaphores nobody will signal for us now.
+    core_->AbandonAll(CancelledError("device destroyed before the operation ran"));
   }
 
  private:
   void WorkerMain(int queue) {
     Core& core = *core_;
-    std::unique_lock<std::mutex> lock(core.mutex);
+    std::unique_lock<std::mutex> lock(core.mutex());
     while (true) {
       core.work_cv.wait(lock, [&] { return core.stopping || !core.queues[queue].empty(); });
       if (core.queues[queue].empty()) return;  // stopping and drained
       std::shared_ptr<Entry> entry = std::move(core.queues[queue].front());
       core.queues[queue].pop_front();
+      core.live.erase(entry->op->id);
+      Status lost = core.ctx->lost();
+      bool waits_ok;
+      {
+        std::lock_guard<std::mutex> elock(entry->mutex);
+        waits_ok = entry->failure.ok();
+      }
+      if (waits_ok && lost.ok()) {
+        entry->hazard = core.ctx->BeginAccess(entry->op->id, entry->op->name,
+                                              entry->op->accesses);
+        entry->began = true;
+      }
       lock.unlock();
-      Execute(*entry);
+      Status status = core.Execute(*entry, lost);
       lock.lock();
-      core.live.erase(entry);
-      if (--core.in_flight == 0) core.idle_cv.notify_all();
+      core.ctx->AdvanceTo(core.ctx->now_ns() + core.ctx->DrawDuration());
+      core.CheckLoss();
+      lock.unlock();
+      core.Complete(entry, status);
+      lock.lock();
     }
-  }
-
-  static void Execute(Entry& entry) {
-    SimOp& op = *entry.op;
-    Status failure;
-    std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
-    {
-      std::lock_guard<std::mutex> lock(entry.mutex);
-      failure = entry.failure;
-      timepoints.swap(entry.timepoints);
-    }
-    if (!failure.ok()) {
-      // Drop the callbacks of waits that are still pending.
-      for (auto& [sem, id] : timepoints) sem->CancelTimepoint(id);
-      Abandon(op, failure);
-      return;
-    }
-    FinishSimOp(op, op.run ? op.run() : OkStatus());
   }
 
   std::shared_ptr<Core> core_;
   std::vector<std::thread> workers_;
 };
 
+class DeterministicScheduler final : public SimScheduler, public ProgressPump {
+ public:
+  explicit DeterministicScheduler(std::shared_ptr<SimContext> ctx)
+      : core_(std::make_shared<Core>(std::move(ctx), true, 0)) {
+    RegisterProgressPump(this);
+  }
+  ~DeterministicScheduler() override { Shutdown(); }
+
+  void Submit(std::unique_ptr<SimOp> op) override {
+    core_->Submit(core_, std::move(op));
+  }
+
+  bool Pump() override {
+    if (pumping_.exchange(true)) return false;
+    bool progressed = Step();
+    pumping_.store(false);
+    return progressed;
+  }
+
+  Status WaitIdle(Timeout timeout) override {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(core_->mutex());
+        if (core_->in_flight == 0) return OkStatus();
+      }
+      if (Pump()) continue;
+      std::unique_lock<std::mutex> lock(core_->mutex());
+      if (core_->in_flight == 0) return OkStatus();
+      if (timeout.is_immediate() || timeout.expired()) {
+        return DeadlineExceededError(
+            "%zu operation(s) still in flight; their waits are not met",
+            core_->in_flight);
+      }
+      // Another host thread must signal something first.
+      auto slice = Timeout::Clock::now() + std::chrono::milliseconds(1);
+      core_->idle_cv.wait_until(
+          lock, timeout.is_infinite() ? slice : std::min(slice, timeout.deadline()));
+    }
+  }
+
+  void Shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(core_->mutex());
+      if (core_->stopping) return;
+    }
+    // Finish what can run, as the threaded scheduler's workers do.
+    while (Pump()) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(core_->mutex());
+      core_->stopping = true;
+      core_->joined = true;
+    }
+    UnregisterProgressPump(this);
+    core_->AbandonAll(CancelledError("device destroyed before the operation ran"));
+  }
+
+ private:
+  // Starts every ready op (in a seeded order, each with a seeded duration),
+  // then completes the in-flight op that finishes first. One step per call.
+  bool Step() {
+    Core& core = *core_;
+    SimContext& ctx = *core.ctx;
+    std::shared_ptr<Entry> entry;
+    Status lost;
+    {
+      std::lock_guard<std::mutex> lock(core.mutex());
+      if (core.joined) return false;
+      while (!core.ready.empty()) {
+        size_t i = ctx.schedule_random().Below(core.ready.size());
+        std::shared_ptr<Entry> e = core.ready[i];
+        core.ready.erase(core.ready.begin() + i);
+        bool waits_ok;
+        {
+          std::lock_guard<std::mutex> elock(e->mutex);
+          waits_ok = e->failure.ok();
+        }
+        e->start_seq = ++start_seq_;
+        e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
+        if (waits_ok && ctx.lost().ok()) {
+          e->hazard = ctx.BeginAccess(e->op->id, e->op->name, e->op->accesses);
+          e->began = true;
+        }
+        ctx.Trace("t=" + std::to_string(ctx.now_ns()) + " start " + OpLabel(*e->op) +
+                  " q" + std::to_string(e->op->queue) + " until " +
+                  std::to_string(e->complete_at));
+        core.running.push_back(std::move(e));
+      }
+      if (core.running.empty()) return false;
+      size_t best = 0;
+      for (size_t i = 1; i < core.running.size(); ++i) {
+        const auto& a = core.running[i];
+        const auto& b = core.running[best];
+        if (a->complete_at < b->complete_at ||
+            (a->complete_at == b->complete_at && a->start_seq < b->start_seq)) {
+          best = i;
+        }
+      }
+      entry = core.running[best];
+      core.running.erase(core.running.begin() + best);
+      core.live.erase(entry->op->id);
+      ctx.AdvanceTo(entry->complete_at);
+      core.CheckLoss();
+      lost = ctx.lost();
+    }
+    Status status = core.Execute(*entry, lost);
+    core.Complete(entry, status);
+    return true;
+  }
+
+  std::shared_ptr<Core> core_;
+  std::atomic<bool> pumping_{false};
+  uint64_t start_seq_ = 0;  // under the core lock
+};
+
 }  // namespace
 
-std::unique_ptr<SimScheduler> CreateThreadedScheduler(int queue_count) {
-  return std::make_unique<ThreadedScheduler>(queue_count);
+std::unique_ptr<SimScheduler> CreateThreadedScheduler(
+    int queue_count, std::shared_ptr<SimContext> context) {
+  return std::make_unique<ThreadedScheduler>(queue_count, std::move(context));
+}
+
+std::unique_ptr<SimScheduler> CreateDeterministicScheduler(
+    std::shared_ptr<SimContext> context) {
+  return std::make_unique<DeterministicScheduler>(std::move(context));
 }
 
 }  // namespace hal::sim

@@ -1,0 +1,178 @@
+#include "sim/sim_command_buffer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <variant>
+
+#include "sim/sim_device.h"
+
+namespace hal::sim {
+
+namespace {
+
+void AddAccess(const ResolvedRef& r, DeviceSize length, bool write,
+               std::vector<SimAccess>* out) {
+  out->push_back(SimAccess{r.buffer, SimBufferId(r.buffer), r.offset, length,
+                           write, false});
+}
+
+bool IsBarrier(const Command& c) {
+  return std::holds_alternative<cmd::Barrier>(c) ||
+         std::holds_alternative<cmd::WaitEvents>(c);
+}
+
+void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
+                 size_t pattern_length) {
+  if (pattern_length == 1) {
+    std::memset(p, static_cast<int>(pattern & 0xFF), length);
+    return;
+  }
+  for (DeviceSize i = 0; i < length; i += pattern_length) {
+    std::memcpy(p + i, &pattern, pattern_length);
+  }
+}
+
+Status ExecuteCommand(const CommandBuffer& cb, const Command& c,
+                      BindingTable table) {
+  if (auto* f = std::get_if<cmd::Fill>(&c)) {
+    ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
+    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "fill"));
+    FillPattern(p, r.length, f->pattern, f->pattern_length);
+  } else if (auto* u = std::get_if<cmd::Update>(&c)) {
+    ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
+    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "update"));
+    if (r.length) std::memcpy(p, cb.data().data() + u->data_offset, r.length);
+  } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
+    ResolvedRef s = CommandBuffer::ResolveRef(cp->source, table);
+    ResolvedRef d = CommandBuffer::ResolveRef(cp->target, table);
+    HAL_ASSIGN_OR_RETURN(uint8_t* sp, SimStorage(s.buffer, s.offset, cp->length, "copy source"));
+    HAL_ASSIGN_OR_RETURN(uint8_t* dp, SimStorage(d.buffer, d.offset, cp->length, "copy target"));
+    if (cp->length) std::memmove(dp, sp, cp->length);
+  }
+  // Barriers, events and debug groups have no effect of their own here: the
+  // plan already ordered the segments.
+  return OkStatus();
+}
+
+}  // namespace
+
+const char* CommandName(const Command& c) {
+  static const char* kNames[] = {"barrier",     "signal_event", "reset_event",
+                                 "wait_events", "fill",         "update",
+                                 "copy",        "begin_debug_group",
+                                 "end_debug_group"};
+  size_t i = c.index();
+  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "command";
+}
+
+void CommandAccesses(const Command& c, BindingTable table,
+                     std::vector<SimAccess>* out) {
+  if (auto* f = std::get_if<cmd::Fill>(&c)) {
+    ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
+    AddAccess(r, r.length, true, out);
+  } else if (auto* u = std::get_if<cmd::Update>(&c)) {
+    ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
+    AddAccess(r, r.length, true, out);
+  } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
+    AddAccess(CommandBuffer::ResolveRef(cp->source, table), cp->length, false, out);
+    AddAccess(CommandBuffer::ResolveRef(cp->target, table), cp->length, true, out);
+  }
+}
+
+StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
+                                                BindingTable table,
+                                                const std::string& op_label,
+                                                SimContext& ctx) {
+  const auto& commands = cb.commands();
+  std::vector<size_t> order;
+  order.reserve(commands.size());
+  struct Interval {
+    uint64_t buffer_id;
+    DeviceSize begin, end;
+    bool write;
+    size_t command;
+  };
+  std::vector<Interval> intervals;
+  std::vector<SimAccess> accesses;
+  size_t segment_start = 0;
+  auto close_segment = [&](size_t end) -> Status {
+    if (ctx.checking() && intervals.size() > 1) {
+      // Sort by (buffer, begin) and sweep: each interval is compared with
+      // the earlier ones that still overlap it.
+      std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+        return a.buffer_id != b.buffer_id ? a.buffer_id < b.buffer_id
+                                          : a.begin < b.begin;
+      });
+      std::vector<const Interval*> open;
+      for (const Interval& iv : intervals) {
+        open.erase(std::remove_if(open.begin(), open.end(),
+                                  [&](const Interval* o) {
+                                    return o->buffer_id != iv.buffer_id ||
+                                           o->end <= iv.begin;
+                                  }),
+                   open.end());
+        for (const Interval* o : open) {
+          if (o->command == iv.command || (!o->write && !iv.write)) continue;
+          size_t a = std::min(o->command, iv.command);
+          size_t b = std::max(o->command, iv.command);
+          DeviceSize lo = std::max(o->begin, iv.begin);
+          DeviceSize hi = std::min(o->end, iv.end);
+          char buf[512];
+          std::snprintf(
+              buf, sizeof(buf),
+              "hazard in %s: %s/%s on buffer #%llu [%llu, +%llu) between "
+              "command %zu (%s) and command %zu (%s) with no barrier between "
+              "them",
+              op_label.c_str(), o->write ? "write" : "read",
+              iv.write ? "write" : "read", (unsigned long long)iv.buffer_id,
+              (unsigned long long)lo, (unsigned long long)(hi - lo), a,
+              CommandName(commands[a]), b, CommandName(commands[b]));
+          ctx.Report(buf);
+          return FailedPreconditionError("%s", buf);
+        }
+        open.push_back(&iv);
+      }
+    }
+    intervals.clear();
+    // Fisher-Yates over the segment, from the seeded stream.
+    for (size_t i = end; i > segment_start + 1; --i) {
+      size_t j = segment_start + ctx.schedule_random().Below(i - segment_start);
+      std::swap(order[i - 1], order[j]);
+    }
+    return OkStatus();
+  };
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (IsBarrier(commands[i])) {
+      HAL_RETURN_IF_ERROR(close_segment(order.size()));
+      order.push_back(i);
+      segment_start = order.size();
+      continue;
+    }
+    order.push_back(i);
+    accesses.clear();
+    CommandAccesses(commands[i], table, &accesses);
+    for (const SimAccess& a : accesses) {
+      if (a.length == 0) continue;
+      intervals.push_back(Interval{a.buffer_id, a.offset, a.offset + a.length,
+                                   a.write, i});
+    }
+  }
+  HAL_RETURN_IF_ERROR(close_segment(order.size()));
+  return order;
+}
+
+Status ExecuteCommandBuffer(const CommandBuffer& cb, BindingTable table,
+                            const std::vector<size_t>& order) {
+  const auto& commands = cb.commands();
+  for (size_t i : order) {
+    Status s = ExecuteCommand(cb, commands[i], table);
+    if (!s.ok()) {
+      return s.Annotate("command " + std::to_string(i) + " (" +
+                        CommandName(commands[i]) + ")");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace hal::sim

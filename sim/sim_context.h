@@ -1,0 +1,150 @@
+// Per-device simulator state shared by the scheduler, the device and the
+// allocator: the seed and its random streams, the virtual clock, the trace,
+// the hazard checker and the fault plan.
+//
+// Everything here is deterministic given the seed and the order of calls;
+// the threaded scheduler calls in from worker threads (under `mutex`), which
+// keeps it safe but not deterministic.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hal/buffer.h"
+#include "hal/status.h"
+#include "hal/types.h"
+#include "hal/uri.h"
+
+namespace hal::sim {
+
+// SplitMix64: tiny, fast, and the same on every platform (std::
+// distributions are not, so none is used).
+class SimRandom {
+ public:
+  explicit SimRandom(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n); n > 0. (The modulo bias is irrelevant here.)
+  uint64_t Below(uint64_t n) { return Next() % n; }
+  // True with probability `p` (parts per million).
+  bool Chance(uint32_t ppm) { return ppm && Below(1000000) < ppm; }
+
+ private:
+  uint64_t state_;
+};
+
+// One buffer range an operation touches.
+struct SimAccess {
+  Buffer* buffer = nullptr;  // allocated buffer (kept alive by the op)
+  uint64_t buffer_id = 0;
+  DeviceSize offset = 0;
+  DeviceSize length = 0;
+  bool write = false;
+  bool free = false;  // the op releases the buffer (dealloca)
+};
+
+// Faults on request: from the URI (fail_alloc=N, alloc_fail_ppm=P,
+// fail_op=N, op_fail_ppm=P, slow_ppm=P, lose_device_at=T) or SetFaults().
+struct SimFaultPlan {
+  uint64_t fail_alloc = 0;      // fail the Nth allocation (1-based; 0 = never)
+  uint32_t alloc_fail_ppm = 0;  // seeded rate, parts per million
+  uint64_t fail_op = 0;         // fail the Nth queue operation to run
+  uint32_t op_fail_ppm = 0;
+  uint32_t slow_ppm = 0;        // an op takes 100x its drawn duration
+  uint64_t lose_device_at = 0;  // virtual ns; 0 = never
+
+  static StatusOr<SimFaultPlan> FromUri(const DeviceUri& uri);
+  bool any() const {
+    return fail_alloc || alloc_fail_ppm || fail_op || op_fail_ppm || slow_ppm ||
+           lose_device_at;
+  }
+};
+
+class SimContext {
+ public:
+  SimContext(uint64_t seed, bool checking, SimFaultPlan faults,
+             std::string trace_path);
+  ~SimContext();
+
+  uint64_t seed() const { return seed_; }
+  bool checking() const { return checking_; }
+
+  std::mutex& mutex() { return mutex_; }
+
+  // --- All below: call with mutex() held. ---
+  SimRandom& schedule_random() { return schedule_random_; }
+  uint64_t now_ns() const { return now_ns_; }
+  void AdvanceTo(uint64_t t) {
+    if (t > now_ns_) now_ns_ = t;
+  }
+  // A seeded duration for an op's execution, in virtual ns.
+  uint64_t DrawDuration();
+  uint64_t NextBufferId() { return ++buffer_ids_; }
+
+  // Trace: every host call and device event, in order. The hash is FNV-1a
+  // over the lines.
+  void Trace(const std::string& line);
+  uint64_t trace_hash() const { return trace_hash_; }
+  size_t trace_size() const { return trace_count_; }
+  const std::vector<std::string>& trace_lines() const { return trace_lines_; }
+
+  // Checker: operations in flight and the ranges they touch. Returns the
+  // hazard with an in-flight op, if any, as FAILED_PRECONDITION.
+  Status BeginAccess(uint64_t op_id, const std::string& op_name,
+                     const std::vector<SimAccess>& accesses);
+  void EndAccess(uint64_t op_id);
+  // Host access to a mapped range (write: the host may write).
+  Status CheckHostAccess(uint64_t buffer_id, DeviceSize offset,
+                         DeviceSize length, bool write);
+  // Reports from the checker, in order (also returned as op statuses).
+  std::vector<std::string> reports() const { return reports_; }
+  void Report(const std::string& report);
+
+  // Faults.
+  const SimFaultPlan& faults() const { return faults_; }
+  void set_faults(const SimFaultPlan& plan) { faults_ = plan; }
+  // Counts an allocation; RESOURCE_EXHAUSTED when the plan fails it.
+  Status OnAllocate(DeviceSize size);
+  // Counts an op about to run; its injected failure, if any.
+  Status OnRunOp(const std::string& op_name);
+  bool DrawSlow() { return fault_random_.Chance(faults_.slow_ppm); }
+  // Device loss: OK while alive.
+  const Status& lost() const { return lost_; }
+  void LoseDevice(const Status& status) {
+    if (lost_.ok()) lost_ = status;
+  }
+
+ private:
+  struct InFlight {
+    uint64_t op_id;
+    std::string name;
+    std::vector<SimAccess> accesses;
+  };
+
+  const uint64_t seed_;
+  const bool checking_;
+  std::mutex mutex_;
+  SimRandom schedule_random_;
+  SimRandom fault_random_;
+  uint64_t now_ns_ = 0;
+  uint64_t buffer_ids_ = 0;
+  uint64_t trace_hash_ = 0xcbf29ce484222325ull;
+  size_t trace_count_ = 0;
+  std::string trace_path_;
+  std::vector<std::string> trace_lines_;  // kept only when tracing to a file
+  std::vector<InFlight> in_flight_;
+  std::vector<std::string> reports_;
+  SimFaultPlan faults_;
+  uint64_t allocations_ = 0;
+  uint64_t ops_run_ = 0;
+  Status lost_;
+};
+
+}  // namespace hal::sim
