@@ -57,13 +57,34 @@ Status ExecuteCommand(const CommandBuffer& cb, const Command& c,
 
 }  // namespace
 
+namespace {
+template <typename T>
+struct CommandTraits {
+  static constexpr const char* kName = "command";
+};
+#define HAL_SIM_COMMAND_NAME(T, name) \
+  template <>                         \
+  struct CommandTraits<T> {           \
+    static constexpr const char* kName = name; \
+  };
+HAL_SIM_COMMAND_NAME(cmd::Barrier, "barrier")
+HAL_SIM_COMMAND_NAME(cmd::SignalEvent, "signal_event")
+HAL_SIM_COMMAND_NAME(cmd::ResetEvent, "reset_event")
+HAL_SIM_COMMAND_NAME(cmd::WaitEvents, "wait_events")
+HAL_SIM_COMMAND_NAME(cmd::Fill, "fill")
+HAL_SIM_COMMAND_NAME(cmd::Update, "update")
+HAL_SIM_COMMAND_NAME(cmd::Copy, "copy")
+HAL_SIM_COMMAND_NAME(cmd::BeginDebugGroup, "begin_debug_group")
+HAL_SIM_COMMAND_NAME(cmd::EndDebugGroup, "end_debug_group")
+#undef HAL_SIM_COMMAND_NAME
+}  // namespace
+
 const char* CommandName(const Command& c) {
-  static const char* kNames[] = {"barrier",     "signal_event", "reset_event",
-                                 "wait_events", "fill",         "update",
-                                 "copy",        "begin_debug_group",
-                                 "end_debug_group"};
-  size_t i = c.index();
-  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "command";
+  return std::visit(
+      [](const auto& command) {
+        return CommandTraits<std::decay_t<decltype(command)>>::kName;
+      },
+      c);
 }
 
 void CommandAccesses(const Command& c, BindingTable table,
