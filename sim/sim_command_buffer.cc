@@ -135,8 +135,10 @@ StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
                    open.end());
         for (const Interval* o : open) {
           if (o->command == iv.command || (!o->write && !iv.write)) continue;
-          size_t a = std::min(o->command, iv.command);
-          size_t b = std::max(o->command, iv.command);
+          const Interval* first = o->command < iv.command ? o : &iv;
+          const Interval* second = o->command < iv.command ? &iv : o;
+          size_t a = first->command;
+          size_t b = second->command;
           DeviceSize lo = std::max(o->begin, iv.begin);
           DeviceSize hi = std::min(o->end, iv.end);
           char buf[512];
@@ -145,8 +147,8 @@ StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
               "hazard in %s: %s/%s on buffer #%llu [%llu, +%llu) between "
               "command %zu (%s) and command %zu (%s) with no barrier between "
               "them",
-              op_label.c_str(), o->write ? "write" : "read",
-              iv.write ? "write" : "read", (unsigned long long)iv.buffer_id,
+              op_label.c_str(), first->write ? "write" : "read",
+              second->write ? "write" : "read", (unsigned long long)iv.buffer_id,
               (unsigned long long)lo, (unsigned long long)(hi - lo), a,
               CommandName(commands[a]), b, CommandName(commands[b]));
           ctx.Report(buf);

@@ -69,6 +69,7 @@ struct Core {
   std::mutex& mutex() { return ctx->mutex(); }
 
   void WaitResolved(const std::shared_ptr<Entry>& entry, const Status& status) {
+    bool failed;
     {
       std::lock_guard<std::mutex> lock(entry->mutex);
       --entry->pending;
@@ -78,9 +79,17 @@ struct Core {
       bool ready_now = entry->pending == 0 || !entry->failure.ok();
       if (!ready_now || entry->dispatched) return;
       entry->dispatched = true;
+      failed = !entry->failure.ok();
     }
     std::lock_guard<std::mutex> lock(mutex());
     if (joined) return;  // Shutdown abandons everything left in `live`
+    // From now on the op may run at any moment: the checker sees it as in
+    // flight, against other ops and against host mappings.
+    if (!failed && ctx->lost().ok()) {
+      entry->hazard =
+          ctx->BeginAccess(entry->op->id, entry->op->name, entry->op->accesses);
+      entry->began = true;
+    }
     if (deterministic) {
       ready.push_back(entry);
     } else {
@@ -146,7 +155,7 @@ struct Core {
       for (auto& [id, e] : live) left.push_back(e);
       live.clear();
       ready.clear();
-      for (auto& e : running) {
+      for (auto& e : left) {
         if (e->began) ctx->EndAccess(e->op->id);
       }
       running.clear();
@@ -274,16 +283,6 @@ class ThreadedScheduler final : public SimScheduler {
       core.queues[queue].pop_front();
       core.live.erase(entry->op->id);
       Status lost = core.ctx->lost();
-      bool waits_ok;
-      {
-        std::lock_guard<std::mutex> elock(entry->mutex);
-        waits_ok = entry->failure.ok();
-      }
-      if (waits_ok && lost.ok()) {
-        entry->hazard = core.ctx->BeginAccess(entry->op->id, entry->op->name,
-                                              entry->op->accesses);
-        entry->began = true;
-      }
       lock.unlock();
       Status status = core.Execute(*entry, lost);
       lock.lock();
@@ -378,10 +377,6 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         }
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
-        if (waits_ok && ctx.lost().ok()) {
-          e->hazard = ctx.BeginAccess(e->op->id, e->op->name, e->op->accesses);
-          e->began = true;
-        }
         ctx.Trace("t=" + std::to_string(ctx.now_ns()) + " start " + OpLabel(*e->op) +
                   " q" + std::to_string(e->op->queue) + " until " +
                   std::to_string(e->complete_at));

@@ -2,10 +2,19 @@
 // areas (gtest suites) with passed/failed/skipped counts.
 //
 //   hal-check --device=sim://?queues=4 [--json[=FILE]] [--gtest_filter=...]
+//   hal-check --device=sim://?queues=4 --seeds=0..999 [--gtest_filter=...]
+//
+// --seeds=A..B runs the suite once per seed (each in its own process, with
+// `seed=N` set in the device URI) and prints the failing seeds; shard a long
+// sweep by giving each machine its own range.
 //
 // Exit status: 0 when every test passed or was skipped and every expected
 // failure failed; 1 otherwise; 2 for bad arguments.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -127,10 +136,53 @@ void PrintTable(std::ostream& out, const std::string& uri,
   out << (ok ? "RESULT: PASS\n" : "RESULT: FAIL\n");
 }
 
+// Runs this program once per seed in [first, last]; returns the exit status.
+int SweepSeeds(const std::string& uri, uint64_t first, uint64_t last,
+               const std::vector<std::string>& gtest_flags) {
+  auto parsed = hal::DeviceUri::Parse(uri);
+  std::vector<uint64_t> failing;
+  for (uint64_t seed = first; seed <= last; ++seed) {
+    hal::DeviceUri u = *parsed;
+    u.params["seed"] = std::to_string(seed);
+    std::string device = "--device=" + u.ToString();
+    std::vector<std::string> args = {"/proc/self/exe", device};
+    args.insert(args.end(), gtest_flags.begin(), gtest_flags.end());
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      int devnull = open("/dev/null", O_WRONLY);
+      if (devnull >= 0) {
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+      }
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      failing.push_back(seed);
+      std::printf("seed %llu: FAIL (replay: hal-check '%s')\n",
+                  (unsigned long long)seed, device.c_str());
+      std::fflush(stdout);
+    }
+    if (seed == last) break;  // last may be UINT64_MAX
+  }
+  std::printf("hal-check: %zu of %llu seed(s) failed", failing.size(),
+              (unsigned long long)(last - first + 1));
+  for (size_t i = 0; i < failing.size(); ++i) {
+    std::printf("%s%llu", i ? ", " : ": ", (unsigned long long)failing[i]);
+  }
+  std::printf("\n");
+  return failing.empty() ? 0 : 1;
+}
+
 int Usage() {
   std::fprintf(stderr,
-               "usage: hal-check [--device=URI] [--json[=FILE]] [--list-backends] "
-               "[gtest flags]\n");
+               "usage: hal-check [--device=URI] [--json[=FILE]] [--seeds=A..B] "
+               "[--list-backends] [gtest flags]\n");
   return 2;
 }
 
@@ -140,12 +192,16 @@ int main(int argc, char** argv) {
   std::string uri;
   std::string json_path;
   bool json_stdout = false;
+  std::string seeds;
+  std::vector<std::string> gtest_flags;
   std::vector<char*> gtest_args = {argv[0]};
   hal::cts::RegisterBuiltinBackends();
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--device=", 0) == 0) {
       uri = arg.substr(9);
+    } else if (arg.rfind("--seeds=", 0) == 0) {
+      seeds = arg.substr(8);
     } else if (arg == "--json") {
       json_stdout = true;
     } else if (arg.rfind("--json=", 0) == 0) {
@@ -160,6 +216,7 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg.rfind("--gtest_", 0) == 0) {
       gtest_args.push_back(argv[i]);
+      gtest_flags.push_back(arg);
     } else {
       std::fprintf(stderr, "hal-check: unknown argument '%s'\n", argv[i]);
       return Usage();
@@ -178,6 +235,17 @@ int main(int argc, char** argv) {
                  "build (see --list-backends)\n",
                  parsed->driver.c_str());
     return 2;
+  }
+  if (!seeds.empty()) {
+    unsigned long long first = 0, last = 0;
+    char tail = 0;
+    if (std::sscanf(seeds.c_str(), "%llu..%llu%c", &first, &last, &tail) != 2 ||
+        first > last) {
+      std::fprintf(stderr, "hal-check: --seeds wants A..B with A <= B, got '%s'\n",
+                   seeds.c_str());
+      return 2;
+    }
+    return SweepSeeds(uri, first, last, gtest_flags);
   }
   hal::cts::SetContext({backend, uri});
 
