@@ -1,0 +1,64 @@
+#include "property_tests/property_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "hal/driver.h"
+#include "hal/uri.h"
+
+namespace hal {
+
+std::ostream& operator<<(std::ostream& os, StatusCode code) {
+  return os << StatusCodeName(code);
+}
+
+std::ostream& operator<<(std::ostream& os, const Status& status) {
+  return os << status.ToString();
+}
+
+}  // namespace hal
+
+namespace hal::prop {
+
+std::string CaseDeviceUri(uint64_t sim_seed) {
+  if (const char* seed = std::getenv("HAL_SIM_SEED"); seed && *seed) {
+    sim_seed = std::strtoull(seed, nullptr, 10);
+  }
+  const char* env = std::getenv("HAL_TEST_DEVICE");
+  std::string uri = env && *env ? env : "sim://?queues=4";
+  // A simulator URI without a seed gets the case's, so that the case (and
+  // its shrinking) replays exactly.
+  StatusOr<DeviceUri> parsed = DeviceUri::Parse(uri);
+  if (parsed.ok() && parsed->driver == "sim" && !parsed->has_param("seed")) {
+    parsed->params["seed"] = std::to_string(sim_seed);
+    return parsed->ToString();
+  }
+  return uri;
+}
+
+Ref<Device> CreateCaseDevice(const std::string& uri) {
+  RC_LOG() << "device: HAL_TEST_DEVICE='" << uri << "'" << std::endl;
+  StatusOr<Ref<Device>> device = DefaultDriverRegistry().CreateDevice(uri);
+  if (!device.ok()) {
+    RC_FAIL("cannot create device '" + uri + "': " + device.status().ToString());
+  }
+  return std::move(device).value();
+}
+
+void PrintBanner(const char* property) {
+  const char* uri = std::getenv("HAL_TEST_DEVICE");
+  const char* seed = std::getenv("HAL_SIM_SEED");
+  std::printf(
+      "property: %s\n"
+      "device:   %s\n"
+      "sim seed: %s\n"
+      "A failure prints the shrunk list of HAL calls, the device URI (with "
+      "the simulator seed) and RC_PARAMS=\"reproduce=...\"; rerun with both "
+      "to replay it (docs/testing.md).\n",
+      property,
+      uri && *uri ? uri : "sim://?queues=4",
+      seed && *seed ? seed : "drawn per case (shown on failure)");
+  std::fflush(stdout);
+}
+
+}  // namespace hal::prop
