@@ -1,14 +1,23 @@
 #include "hal/semaphore.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <thread>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#endif
 
 #include "hal/progress.h"
 
 namespace hal {
 
 namespace {
+
 // How long a waiter sleeps between pump attempts when another host thread
 // must act first (deterministic simulator only).
 constexpr auto kPumpSlice = std::chrono::milliseconds(1);
@@ -30,6 +39,64 @@ void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
                                               : std::min(slice, timeout.deadline()));
   }
 }
+
+// How long a waiter spins before it sleeps. A signal that is already on its
+// way (the other side of a ping-pong, a device thread finishing a short op)
+// usually lands within a few microseconds, and a futex sleep + wake-up costs
+// more than that (docs/performance.md: about 10x on a 2-core machine).
+constexpr auto kSpinBudget = std::chrono::microseconds(10);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Spins until `done()` or the spin budget (or the deadline) runs out.
+template <typename Done>
+bool SpinUntil(const Done& done, Timeout timeout) {
+  if (done()) return true;
+  auto limit = Timeout::Clock::now() + kSpinBudget;
+  if (!timeout.is_infinite()) limit = std::min(limit, timeout.deadline());
+  while (true) {
+    for (int i = 0; i < 32; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (Timeout::Clock::now() >= limit) return done();
+  }
+}
+
+#if defined(__linux__)
+// Sleeps while `*word == expected`, until woken or the deadline passes.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, Timeout timeout) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  if (timeout.is_infinite()) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word),
+            FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+    return;
+  }
+  // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, the clock
+  // behind std::chrono::steady_clock on Linux.
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                timeout.deadline().time_since_epoch())
+                .count();
+  if (ns < 0) ns = 0;
+  timespec deadline{static_cast<time_t>(ns / 1000000000),
+                    static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word),
+          FUTEX_WAIT_BITSET_PRIVATE, expected, &deadline, nullptr,
+          FUTEX_BITSET_MATCH_ANY);
+}
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE,
+          INT32_MAX, nullptr, nullptr, 0);
+}
+#endif
+
 }  // namespace
 
 Ref<Semaphore> Semaphore::Create(uint64_t initial_value) {
@@ -42,34 +109,88 @@ Semaphore::~Semaphore() {
 }
 
 StatusOr<uint64_t> Semaphore::Query() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!failure_.ok()) return failure_;
-  return payload_;
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+  return payload_.load(std::memory_order_acquire);
 }
 
 void Semaphore::Fire(std::vector<Timepoint>& fired, const Status& status) {
   for (auto& tp : fired) tp.callback(status);
 }
 
+void Semaphore::WakeSleepers() {
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+#if defined(__linux__)
+  FutexWakeAll(&epoch_);
+#else
+  // A sleeper checks its condition under the mutex before it waits; taking
+  // the mutex here orders this wake-up after that check.
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  cv_.notify_all();
+#endif
+}
+
+void Semaphore::SleepOnEpoch(uint32_t epoch, Timeout timeout) {
+#if defined(__linux__)
+  FutexWait(&epoch_, epoch, timeout);
+#else
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (epoch_.load(std::memory_order_seq_cst) != epoch) return;
+  if (timeout.is_infinite()) {
+    cv_.wait(lock);
+  } else {
+    cv_.wait_until(lock, timeout.deadline());
+  }
+#endif
+}
+
+// The payload moves with a CAS, so concurrent signals keep it monotonic and
+// exactly one of two equal signals wins. Whoever registers a sleeper or a
+// timepoint sets `slow_` and then re-reads the payload, and Signal reads
+// `slow_` after its CAS (all seq_cst): either Signal sees them and takes the
+// slow path, or they see the new payload. Sleepers are woken without the
+// lock, so a woken thread never blocks on the mutex its waker holds.
 Status Semaphore::Signal(uint64_t value) {
-  std::vector<Timepoint> fired;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_.ok()) return failure_;
-    if (value <= payload_) {
+  uint64_t current = payload_.load(std::memory_order_relaxed);
+  while (true) {
+    if (failed_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return failure_;
+    }
+    if (value <= current) {
       return InvalidArgumentError(
           "semaphore signal to %llu is not above the current payload %llu",
           static_cast<unsigned long long>(value),
-          static_cast<unsigned long long>(payload_));
+          static_cast<unsigned long long>(current));
     }
-    payload_ = value;
+    if (payload_.compare_exchange_weak(current, value, std::memory_order_seq_cst,
+                                       std::memory_order_relaxed)) {
+      break;
+    }
+  }
+  const uint32_t slow = slow_.load(std::memory_order_seq_cst);
+  if (slow == 0) {
+    OnSignaled(value);
+    return OkStatus();
+  }
+  std::vector<Timepoint> fired;
+  if (slow & kHasTimepoints) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Another signal may have raised the payload further meanwhile; fire
+    // everything that is reached now.
+    const uint64_t reached = payload_.load(std::memory_order_seq_cst);
     auto split = std::stable_partition(
         timepoints_.begin(), timepoints_.end(),
-        [value](const Timepoint& tp) { return tp.value > value; });
+        [reached](const Timepoint& tp) { return tp.value > reached; });
     std::move(split, timepoints_.end(), std::back_inserter(fired));
     timepoints_.erase(split, timepoints_.end());
-    if (waiters_ > 0) cv_.notify_all();
+    if (timepoints_.empty()) {
+      slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
+    }
   }
+  if (slow >= kSleeper) WakeSleepers();
   OnSignaled(value);
   Fire(fired, OkStatus());
   return OkStatus();
@@ -80,47 +201,64 @@ void Semaphore::Fail(Status status) {
   std::vector<Timepoint> fired;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_.ok()) return;
+    if (failed_.load(std::memory_order_relaxed)) return;
     failure_ = status;
+    failed_.store(true, std::memory_order_seq_cst);
     fired.swap(timepoints_);
-    if (waiters_ > 0) cv_.notify_all();
+    slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
   }
+  if (slow_.load(std::memory_order_seq_cst) >= kSleeper) WakeSleepers();
   OnFailed(status);
   Fire(fired, status);
 }
 
 Status Semaphore::Wait(uint64_t value, Timeout timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto done = [&] { return !failure_.ok() || payload_ >= value; };
+  auto done = [&] {
+    return failed_.load(std::memory_order_seq_cst) ||
+           payload_.load(std::memory_order_seq_cst) >= value;
+  };
   if (!done() && HaveProgressPumps()) {
-    ++waiters_;
-    PumpingWait(cv_, lock, timeout, done);
-    --waiters_;
+    // Device work runs inside host waits (deterministic simulator): pump
+    // instead of spinning, and sleep a slice at a time.
+    slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
+    while (!done()) {
+      if (RunProgressPumps()) continue;
+      if (timeout.is_immediate() || timeout.expired()) break;
+      const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+      if (done()) break;
+      auto slice = Timeout::Clock::now() + kPumpSlice;
+      SleepOnEpoch(epoch, Timeout::At(timeout.is_infinite()
+                                          ? slice
+                                          : std::min(slice, timeout.deadline())));
+    }
+    slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
   } else if (!done()) {
     if (timeout.is_immediate()) {
-      return DeadlineExceededError("semaphore poll: payload %llu < %llu",
-                                   static_cast<unsigned long long>(payload_),
-                                   static_cast<unsigned long long>(value));
+      return DeadlineExceededError(
+          "semaphore poll: payload %llu < %llu",
+          static_cast<unsigned long long>(payload_.load()),
+          static_cast<unsigned long long>(value));
     }
-    // A brief spin catches the common case of a signal that is already on
-    // its way, without paying for a sleep and a wake-up.
-    for (int i = 0; i < 64 && !done(); ++i) {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
+    if (!SpinUntil(done, timeout)) {
+      slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
+      while (true) {
+        // Read the epoch before re-checking: a wake-up after the check
+        // changes it, and then the sleep returns at once.
+        const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+        if (done() || timeout.expired()) break;
+        SleepOnEpoch(epoch, timeout);
+      }
+      slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
     }
-    ++waiters_;
-    if (timeout.is_infinite()) {
-      cv_.wait(lock, done);
-    } else {
-      cv_.wait_until(lock, timeout.deadline(), done);
-    }
-    --waiters_;
   }
-  if (!failure_.ok()) return failure_;
-  if (payload_ >= value) return OkStatus();
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+  const uint64_t payload = payload_.load(std::memory_order_acquire);
+  if (payload >= value) return OkStatus();
   return DeadlineExceededError("semaphore wait timed out: payload %llu < %llu",
-                               static_cast<unsigned long long>(payload_),
+                               static_cast<unsigned long long>(payload),
                                static_cast<unsigned long long>(value));
 }
 
@@ -129,10 +267,18 @@ Semaphore::TimepointId Semaphore::NotifyAt(uint64_t value,
   Status resolved;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_.ok() && payload_ < value) {
-      TimepointId id = next_id_++;
-      timepoints_.push_back(Timepoint{id, value, std::move(callback)});
-      return id;
+    if (!failed_.load(std::memory_order_relaxed)) {
+      // Publish the timepoint (slow_) before re-reading the payload; see
+      // Signal.
+      slow_.fetch_or(kHasTimepoints, std::memory_order_seq_cst);
+      if (payload_.load(std::memory_order_seq_cst) < value) {
+        TimepointId id = next_id_++;
+        timepoints_.push_back(Timepoint{id, value, std::move(callback)});
+        return id;
+      }
+      if (timepoints_.empty()) {
+        slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
+      }
     }
     resolved = failure_;
   }
@@ -147,6 +293,9 @@ bool Semaphore::CancelTimepoint(TimepointId id) {
                          [id](const Timepoint& tp) { return tp.id == id; });
   if (it == timepoints_.end()) return false;
   timepoints_.erase(it);
+  if (timepoints_.empty()) {
+    slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
+  }
   return true;
 }
 
@@ -174,6 +323,37 @@ struct MultiWaitState {
   size_t reached = 0;
   Status failure;
 };
+
+// One lock-free look at every point. Returns true when the wait is decided
+// (ALL: every point reached or one failed; ANY: one reached, or none
+// reached and one failed), with its result in `*result`.
+bool PollPoints(WaitMode mode, SemaphoreList points, Status* result) {
+  size_t reached = 0;
+  Status failure;
+  for (const SemaphorePoint& p : points) {
+    StatusOr<uint64_t> payload = p.semaphore->Query();
+    if (!payload.ok()) {
+      if (failure.ok()) failure = payload.status();
+      if (mode == WaitMode::kAll) break;
+    } else if (*payload >= p.value) {
+      ++reached;
+      if (mode == WaitMode::kAny) break;
+    }
+  }
+  if (mode == WaitMode::kAny && reached > 0) {
+    *result = OkStatus();
+    return true;
+  }
+  if (!failure.ok()) {
+    *result = failure;
+    return true;
+  }
+  if (mode == WaitMode::kAll && reached == points.size()) {
+    *result = OkStatus();
+    return true;
+  }
+  return false;
+}
 }  // namespace
 
 Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
@@ -181,6 +361,14 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   if (points.empty()) return OkStatus();
   if (points.size() == 1) {
     return points[0].semaphore->Wait(points[0].value, timeout);
+  }
+  // Most multi-waits are decided at once or within a few microseconds;
+  // only then register timepoints and sleep.
+  Status polled;
+  if (PollPoints(mode, points, &polled)) return polled;
+  if (!timeout.is_immediate() && !HaveProgressPumps() &&
+      SpinUntil([&] { return PollPoints(mode, points, &polled); }, timeout)) {
+    return polled;
   }
   auto state = std::make_shared<MultiWaitState>();
   state->remaining = points.size();

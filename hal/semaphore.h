@@ -8,6 +8,7 @@
 // Thread safety: every method may be called from any thread at any time.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -77,13 +78,33 @@ class Semaphore : public RefCounted {
   // Fires (outside the lock) the callbacks taken out of `timepoints_`.
   static void Fire(std::vector<Timepoint>& fired, const Status& status);
 
+  // Signal's and Fail's slow paths, taken when `slow_` says that someone
+  // sleeps in Wait or a timepoint is pending.
+  void WakeSleepers();
+  // Sleeps until `epoch_` moves away from `epoch` (or spuriously), at most
+  // until `timeout`.
+  void SleepOnEpoch(uint32_t epoch, Timeout timeout);
+
+  // The payload and the failed flag are atomics so that Query, Signal
+  // without waiters and Wait on a reached value take no lock. `failure_` is
+  // written once, under the mutex, before `failed_` is set.
+  std::atomic<uint64_t> payload_;
+  std::atomic<bool> failed_{false};
+  // Bit 0: a timepoint is pending (changed under the mutex). Bits 1 and up:
+  // the number of threads sleeping (or about to) in Wait, in steps of
+  // kSleeper. Signal reads it after raising the payload and takes the slow
+  // path only when it is not zero.
+  static constexpr uint32_t kHasTimepoints = 1;
+  static constexpr uint32_t kSleeper = 2;
+  std::atomic<uint32_t> slow_{0};
+  // Bumped by every signal or failure that finds sleepers; they sleep on it
+  // (a futex on Linux, `cv_` elsewhere).
+  std::atomic<uint32_t> epoch_{0};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  uint64_t payload_;
   Status failure_;
   std::vector<Timepoint> timepoints_;
   TimepointId next_id_ = 1;
-  int waiters_ = 0;
 };
 
 // A (semaphore, value) pair. Lists of these are borrowed (span) by calls
