@@ -96,8 +96,8 @@ Status ParseExport(const fb::ExportDef* e, size_t index, size_t module_count,
   const auto* wg = e->workgroup_size();
   if (!wg || wg->size() != 3) {
     return InvalidArgumentError(
-        "export %zu ('%s'): workgroup size has %u entries, needs 3", index, name,
-        wg ? wg->size() : 0u);
+        "export %zu ('%s'): workgroup size has %u entries, needs 3", index,
+        name, wg ? wg->size() : 0u);
   }
   uint64_t invocations = 1;
   for (uint32_t i = 0; i < 3; ++i) {
@@ -153,8 +153,12 @@ Status ParseExport(const fb::ExportDef* e, size_t index, size_t module_count,
 // ELF64, little-endian, and (when nonzero) the given e_machine.
 Status CheckElf(const std::vector<uint8_t>& code, uint16_t machine,
                 const char* what, size_t index) {
-  if (code.size() < 64 || std::memcmp(code.data(), "\x7f" "ELF", 4) != 0) {
-    return InvalidArgumentError("module %zu: %s is not an ELF image", index, what);
+  if (code.size() < 64 || std::memcmp(code.data(),
+                                      "\x7f"
+                                      "ELF",
+                                      4) != 0) {
+    return InvalidArgumentError("module %zu: %s is not an ELF image", index,
+                                what);
   }
   if (code[4] != 2 || code[5] != 1) {
     return InvalidArgumentError(
@@ -205,13 +209,15 @@ Status ReadModule(const fb::SimModuleDef* m, size_t i, ExecutableModule* out) {
 }
 Status ReadModule(const fb::PtxModuleDef* m, size_t i, ExecutableModule* out) {
   CopyString(m->ptx(), &out->code);
-  if (out->code.empty()) return InvalidArgumentError("module %zu: PTX is empty", i);
+  if (out->code.empty())
+    return InvalidArgumentError("module %zu: PTX is empty", i);
   if (std::memchr(out->code.data(), 0, out->code.size())) {
     return InvalidArgumentError("module %zu: PTX text contains a NUL byte", i);
   }
   return OkStatus();
 }
-Status ReadModule(const fb::HsacoModuleDef* m, size_t i, ExecutableModule* out) {
+Status ReadModule(const fb::HsacoModuleDef* m, size_t i,
+                  ExecutableModule* out) {
   CopyBytes(m->hsaco(), &out->code);
   return CheckElf(out->code, kElfMachineAmdgpu, "HSACO", i);
 }
@@ -228,7 +234,8 @@ Status ReadModule(const fb::AmdgpuCodeObjectDef* m, size_t i,
   CopyBytes(m->code_object(), &out->code);
   return CheckElf(out->code, kElfMachineAmdgpu, "code object", i);
 }
-Status ReadModule(const fb::SpirvModuleDef* m, size_t i, ExecutableModule* out) {
+Status ReadModule(const fb::SpirvModuleDef* m, size_t i,
+                  ExecutableModule* out) {
   CopyBytes(m->spirv(), &out->code);
   if (out->code.size() < 20 || LoadU32(out->code.data()) != kSpirvMagic) {
     return InvalidArgumentError(
@@ -251,8 +258,10 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
   out->format = format;
   const auto* modules = root->modules();
   const auto* exports = root->exports();
-  if (modules->size() == 0) return InvalidArgumentError("executable has no modules");
-  if (exports->size() == 0) return InvalidArgumentError("executable has no exports");
+  if (modules->size() == 0)
+    return InvalidArgumentError("executable has no modules");
+  if (exports->size() == 0)
+    return InvalidArgumentError("executable has no exports");
   if (root->specialization_constant_count() > kMaxSpecializationConstants) {
     return InvalidArgumentError(
         "%u specialization constants exceed the limit of %u",
@@ -276,9 +285,8 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
     }
     if (format == ExecutableFormat::kCudaPtx &&
         !ContainsEntry(out->modules[f.module_ordinal].code, f.name)) {
-      return InvalidArgumentError(
-          "export %u: PTX module %u has no '.entry %s'", i, f.module_ordinal,
-          f.name.c_str());
+      return InvalidArgumentError("export %u: PTX module %u has no '.entry %s'",
+                                  i, f.module_ordinal, f.name.c_str());
     }
   }
   return OkStatus();
@@ -305,7 +313,8 @@ BuildExports(flatbuffers::FlatBufferBuilder& b, const ExecutableData& data) {
   for (const FunctionInfo& f : data.functions) {
     std::vector<uint32_t> wg(f.workgroup_size, f.workgroup_size + 3);
     std::vector<uint32_t> flags;
-    for (BindingFlags bf : f.binding_flags) flags.push_back(static_cast<uint32_t>(bf));
+    for (BindingFlags bf : f.binding_flags)
+      flags.push_back(static_cast<uint32_t>(bf));
     exports.push_back(fb::CreateExportDefDirect(
         b, f.name.c_str(), f.module_ordinal, &wg, f.shared_memory_size,
         f.constant_count, f.binding_count, &flags));
@@ -323,7 +332,8 @@ flatbuffers::Offset<flatbuffers::Vector<T>> BuildVector(
 
 flatbuffers::Offset<flatbuffers::String> BuildString(
     flatbuffers::FlatBufferBuilder& b, const std::vector<uint8_t>& bytes) {
-  return b.CreateString(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return b.CreateString(reinterpret_cast<const char*>(bytes.data()),
+                        bytes.size());
 }
 
 }  // namespace
@@ -396,22 +406,28 @@ StatusOr<ExecutableData> ParseExecutable(std::span<const uint8_t> data) {
   Status s;
   switch (format) {
     case ExecutableFormat::kSim:
-      s = VerifyAndParse<fb::SimExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::SimExecutableDef>(fb_data, fb_size, ident, format,
+                                               &out);
       break;
     case ExecutableFormat::kCudaPtx:
-      s = VerifyAndParse<fb::CudaExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::CudaExecutableDef>(fb_data, fb_size, ident, format,
+                                                &out);
       break;
     case ExecutableFormat::kHipHsaco:
-      s = VerifyAndParse<fb::HipExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::HipExecutableDef>(fb_data, fb_size, ident, format,
+                                               &out);
       break;
     case ExecutableFormat::kAmdgpuCodeObject:
-      s = VerifyAndParse<fb::AmdgpuExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::AmdgpuExecutableDef>(fb_data, fb_size, ident,
+                                                  format, &out);
       break;
     case ExecutableFormat::kLevelZeroSpirv:
-      s = VerifyAndParse<fb::LevelZeroExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::LevelZeroExecutableDef>(fb_data, fb_size, ident,
+                                                     format, &out);
       break;
     case ExecutableFormat::kMetalMsl:
-      s = VerifyAndParse<fb::MetalExecutableDef>(fb_data, fb_size, ident, format, &out);
+      s = VerifyAndParse<fb::MetalExecutableDef>(fb_data, fb_size, ident,
+                                                 format, &out);
       break;
     case ExecutableFormat::kUnknown:
       s = InvalidArgumentError("unknown executable format");
@@ -419,7 +435,8 @@ StatusOr<ExecutableData> ParseExecutable(std::span<const uint8_t> data) {
   }
   if (!s.ok()) {
     if (s.message().rfind(ExecutableFormatName(format), 0) == 0) return s;
-    return s.Annotate(std::string(ExecutableFormatName(format)) + " executable");
+    return s.Annotate(std::string(ExecutableFormatName(format)) +
+                      " executable");
   }
   return out;
 }
@@ -433,10 +450,12 @@ std::vector<uint8_t> SerializeExecutable(const ExecutableData& data) {
     case ExecutableFormat::kSim: {
       std::vector<flatbuffers::Offset<fb::SimModuleDef>> mods;
       for (const auto& m : data.modules) {
-        mods.push_back(fb::CreateSimModuleDef(b, BuildVector<uint8_t>(b, m.code)));
+        mods.push_back(
+            fb::CreateSimModuleDef(b, BuildVector<uint8_t>(b, m.code)));
       }
-      b.Finish(fb::CreateSimExecutableDef(b, exports, b.CreateVector(mods), spec),
-               ident);
+      b.Finish(
+          fb::CreateSimExecutableDef(b, exports, b.CreateVector(mods), spec),
+          ident);
       break;
     }
     case ExecutableFormat::kCudaPtx: {
@@ -444,38 +463,43 @@ std::vector<uint8_t> SerializeExecutable(const ExecutableData& data) {
       for (const auto& m : data.modules) {
         mods.push_back(fb::CreatePtxModuleDef(b, BuildString(b, m.code)));
       }
-      b.Finish(fb::CreateCudaExecutableDef(b, exports, b.CreateVector(mods), spec),
-               ident);
+      b.Finish(
+          fb::CreateCudaExecutableDef(b, exports, b.CreateVector(mods), spec),
+          ident);
       break;
     }
     case ExecutableFormat::kHipHsaco: {
       std::vector<flatbuffers::Offset<fb::HsacoModuleDef>> mods;
       for (const auto& m : data.modules) {
-        mods.push_back(fb::CreateHsacoModuleDef(b, BuildVector<uint8_t>(b, m.code)));
+        mods.push_back(
+            fb::CreateHsacoModuleDef(b, BuildVector<uint8_t>(b, m.code)));
       }
-      b.Finish(fb::CreateHipExecutableDef(b, exports, b.CreateVector(mods), spec),
-               ident);
+      b.Finish(
+          fb::CreateHipExecutableDef(b, exports, b.CreateVector(mods), spec),
+          ident);
       break;
     }
     case ExecutableFormat::kAmdgpuCodeObject: {
       std::vector<flatbuffers::Offset<fb::AmdgpuCodeObjectDef>> mods;
       for (const auto& m : data.modules) {
         auto isa = b.CreateString(m.isa);
-        mods.push_back(
-            fb::CreateAmdgpuCodeObjectDef(b, isa, BuildVector<uint8_t>(b, m.code)));
+        mods.push_back(fb::CreateAmdgpuCodeObjectDef(
+            b, isa, BuildVector<uint8_t>(b, m.code)));
       }
-      b.Finish(fb::CreateAmdgpuExecutableDef(b, exports, b.CreateVector(mods), spec),
-               ident);
+      b.Finish(
+          fb::CreateAmdgpuExecutableDef(b, exports, b.CreateVector(mods), spec),
+          ident);
       break;
     }
     case ExecutableFormat::kLevelZeroSpirv: {
       std::vector<flatbuffers::Offset<fb::SpirvModuleDef>> mods;
       for (const auto& m : data.modules) {
-        mods.push_back(fb::CreateSpirvModuleDef(b, BuildVector<uint32_t>(b, m.code)));
+        mods.push_back(
+            fb::CreateSpirvModuleDef(b, BuildVector<uint32_t>(b, m.code)));
       }
-      b.Finish(
-          fb::CreateLevelZeroExecutableDef(b, exports, b.CreateVector(mods), spec),
-          ident);
+      b.Finish(fb::CreateLevelZeroExecutableDef(b, exports,
+                                                b.CreateVector(mods), spec),
+               ident);
       break;
     }
     case ExecutableFormat::kMetalMsl: {
@@ -483,8 +507,9 @@ std::vector<uint8_t> SerializeExecutable(const ExecutableData& data) {
       for (const auto& m : data.modules) {
         mods.push_back(fb::CreateMslModuleDef(b, BuildString(b, m.code)));
       }
-      b.Finish(fb::CreateMetalExecutableDef(b, exports, b.CreateVector(mods), spec),
-               ident);
+      b.Finish(
+          fb::CreateMetalExecutableDef(b, exports, b.CreateVector(mods), spec),
+          ident);
       break;
     }
     case ExecutableFormat::kUnknown:
@@ -496,7 +521,8 @@ std::vector<uint8_t> SerializeExecutable(const ExecutableData& data) {
   uint64_t total = out.size();
   std::memcpy(out.data() + 4, &version, 4);
   std::memcpy(out.data() + 8, &total, 8);
-  std::memcpy(out.data() + kExecutableHeaderSize, b.GetBufferPointer(), b.GetSize());
+  std::memcpy(out.data() + kExecutableHeaderSize, b.GetBufferPointer(),
+              b.GetSize());
   return out;
 }
 
@@ -517,9 +543,11 @@ StatusOr<uint32_t> Executable::LookupFunction(std::string_view name) const {
                        name.data(), functions_.size());
 }
 
-StatusOr<Ref<Executable>> ExecutableCache::Prepare(const ExecutableParams& params) {
+StatusOr<Ref<Executable>> ExecutableCache::Prepare(
+    const ExecutableParams& params) {
   HAL_ASSIGN_OR_RETURN(ExecutableData data, ParseExecutable(params.data));
-  if (params.format != ExecutableFormat::kUnknown && params.format != data.format) {
+  if (params.format != ExecutableFormat::kUnknown &&
+      params.format != data.format) {
     return InvalidArgumentError(
         "Prepare: expected a %s executable, the file is %s",
         ExecutableFormatName(params.format), ExecutableFormatName(data.format));
@@ -530,15 +558,18 @@ StatusOr<Ref<Executable>> ExecutableCache::Prepare(const ExecutableParams& param
         "is false)",
         ExecutableFormatName(data.format));
   }
-  if (params.specialization_constants.size() != data.specialization_constant_count) {
+  if (params.specialization_constants.size() !=
+      data.specialization_constant_count) {
     return InvalidArgumentError(
-        "Prepare: %zu specialization constants given, the executable declares %u",
+        "Prepare: %zu specialization constants given, the executable declares "
+        "%u",
         params.specialization_constants.size(),
         data.specialization_constant_count);
   }
-  return PrepareImpl(std::move(data),
-                     std::vector<uint32_t>(params.specialization_constants.begin(),
-                                           params.specialization_constants.end()));
+  return PrepareImpl(
+      std::move(data),
+      std::vector<uint32_t>(params.specialization_constants.begin(),
+                            params.specialization_constants.end()));
 }
 
 }  // namespace hal

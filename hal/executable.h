@@ -31,17 +31,20 @@ namespace hal {
 
 enum class ExecutableFormat : uint32_t {
   kUnknown = 0,
-  kSim = 1,              // native host code for the simulator ("HSIM")
-  kCudaPtx = 2,          // PTX text ("HPTX")
-  kHipHsaco = 3,         // HSACO code objects ("HHIP")
-  kAmdgpuCodeObject = 4, // code objects + ISA name ("HAMD")
-  kLevelZeroSpirv = 5,   // SPIR-V ("HSPV")
-  kMetalMsl = 6,         // MSL source ("HMSL")
+  kSim = 1,               // native host code for the simulator ("HSIM")
+  kCudaPtx = 2,           // PTX text ("HPTX")
+  kHipHsaco = 3,          // HSACO code objects ("HHIP")
+  kAmdgpuCodeObject = 4,  // code objects + ISA name ("HAMD")
+  kLevelZeroSpirv = 5,    // SPIR-V ("HSPV")
+  kMetalMsl = 6,          // MSL source ("HMSL")
 };
 inline constexpr ExecutableFormat kAllExecutableFormats[] = {
-    ExecutableFormat::kSim,           ExecutableFormat::kCudaPtx,
-    ExecutableFormat::kHipHsaco,      ExecutableFormat::kAmdgpuCodeObject,
-    ExecutableFormat::kLevelZeroSpirv, ExecutableFormat::kMetalMsl,
+    ExecutableFormat::kSim,
+    ExecutableFormat::kCudaPtx,
+    ExecutableFormat::kHipHsaco,
+    ExecutableFormat::kAmdgpuCodeObject,
+    ExecutableFormat::kLevelZeroSpirv,
+    ExecutableFormat::kMetalMsl,
 };
 
 // "sim", "cuda-ptx", "hip-hsaco", "amdgpu-code-object", "level-zero-spirv",
@@ -101,7 +104,8 @@ struct ExecutableData {
 
 // Reads the header only: INVALID_ARGUMENT when the bytes are too short or the
 // magic is not one of the formats. Does not check the version or size.
-StatusOr<ExecutableFormat> IdentifyExecutableFormat(std::span<const uint8_t> data);
+StatusOr<ExecutableFormat> IdentifyExecutableFormat(
+    std::span<const uint8_t> data);
 
 // Verifies and parses a whole file. INVALID_ARGUMENT, with the reason, for:
 // a short or unknown header; a version other than kExecutableFileVersion; a
@@ -160,7 +164,8 @@ struct ExecutableParams {
   std::span<const uint32_t> specialization_constants;
 };
 
-// Prepares executables for one device. Created by Device::CreateExecutableCache.
+// Prepares executables for one device. Created by
+// Device::CreateExecutableCache.
 class ExecutableCache : public RefCounted {
  public:
   // Whether Prepare can load this format on this device.

@@ -26,7 +26,8 @@ namespace hal::sim {
 class SimWorkerPool {
  public:
   explicit SimWorkerPool(int workers) {
-    for (int i = 1; i < workers; ++i) threads_.emplace_back([this] { HelperMain(); });
+    for (int i = 1; i < workers; ++i)
+      threads_.emplace_back([this] { HelperMain(); });
   }
   ~SimWorkerPool() {
     {
@@ -126,7 +127,8 @@ struct LoadedModule {
 StatusOr<std::unique_ptr<LoadedModule>> LoadModule(const ExecutableModule& m,
                                                    uint32_t ordinal) {
   uint16_t machine;
-  std::memcpy(&machine, m.code.data() + 18, 2);  // ParseExecutable checked ELF64
+  std::memcpy(&machine, m.code.data() + 18,
+              2);  // ParseExecutable checked ELF64
   if (kHostElfMachine && machine != kHostElfMachine) {
     return InvalidArgumentError(
         "sim module %u was built for ELF machine %u; this host is %u", ordinal,
@@ -140,11 +142,13 @@ StatusOr<std::unique_ptr<LoadedModule>> LoadModule(const ExecutableModule& m,
   }
   size_t written = 0;
   while (written < m.code.size()) {
-    ssize_t n = write(module->fd, m.code.data() + written, m.code.size() - written);
+    ssize_t n =
+        write(module->fd, m.code.data() + written, m.code.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return ResourceExhaustedError("sim module %u: writing the memfd failed: %s",
-                                    ordinal, std::strerror(errno));
+      return ResourceExhaustedError(
+          "sim module %u: writing the memfd failed: %s", ordinal,
+          std::strerror(errno));
     }
     written += static_cast<size_t>(n);
   }
@@ -202,8 +206,8 @@ class SimExecutable final : public Executable {
             f.module_ordinal, f.name.c_str());
       }
       std::string info_name = f.name + "__hal_sim_info";
-      const auto* info =
-          static_cast<const hal_sim_kernel_info*>(dlsym(handle, info_name.c_str()));
+      const auto* info = static_cast<const hal_sim_kernel_info*>(
+          dlsym(handle, info_name.c_str()));
       if (!info) {
         return InvalidArgumentError(
             "sim executable: module %u lacks '%s' (kernels must be built with "
@@ -260,12 +264,18 @@ class SimExecutableCache final : public ExecutableCache {
 
 const char* FaultName(uint32_t fault) {
   switch (fault) {
-    case HAL_SIM_FAULT_READ_OUT_OF_BOUNDS: return "read out of bounds";
-    case HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS: return "write out of bounds";
-    case HAL_SIM_FAULT_WRITE_READ_ONLY: return "write to a read-only binding";
-    case HAL_SIM_FAULT_NO_SUCH_BINDING: return "access to a binding that does not exist";
-    case HAL_SIM_FAULT_MISALIGNED: return "misaligned atomic access";
-    default: return "unknown fault";
+    case HAL_SIM_FAULT_READ_OUT_OF_BOUNDS:
+      return "read out of bounds";
+    case HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS:
+      return "write out of bounds";
+    case HAL_SIM_FAULT_WRITE_READ_ONLY:
+      return "write to a read-only binding";
+    case HAL_SIM_FAULT_NO_SUCH_BINDING:
+      return "access to a binding that does not exist";
+    case HAL_SIM_FAULT_MISALIGNED:
+      return "misaligned atomic access";
+    default:
+      return "unknown fault";
   }
 }
 
@@ -292,15 +302,17 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
                        d.workgroup_count[2]};
   if (d.indirect) {
-    ResolvedRef r = CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* p,
-                         SimStorage(r.buffer, r.offset, kIndirectWorkgroupCountSize,
-                                    "dispatch indirect workgroup count"));
+    ResolvedRef r =
+        CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
+    HAL_ASSIGN_OR_RETURN(
+        uint8_t * p, SimStorage(r.buffer, r.offset, kIndirectWorkgroupCountSize,
+                                "dispatch indirect workgroup count"));
     std::memcpy(count, p, sizeof(count));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {
         return OutOfRangeError(
-            "dispatch of '%s': indirect workgroup count [%u, %u, %u] exceeds %u "
+            "dispatch of '%s': indirect workgroup count [%u, %u, %u] exceeds "
+            "%u "
             "in a dimension",
             name, count[0], count[1], count[2], kMaxWorkgroupCount);
       }
@@ -315,7 +327,8 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
     ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
     char what[96];
     std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name, i);
-    HAL_ASSIGN_OR_RETURN(data[i], SimStorage(r.buffer, r.offset, r.length, what));
+    HAL_ASSIGN_OR_RETURN(data[i],
+                         SimStorage(r.buffer, r.offset, r.length, what));
     lengths[i] = r.length;
     flags[i] = static_cast<uint32_t>(f.binding_flags[i]);
   }
@@ -346,7 +359,8 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
     hal_sim_dispatch_state s = base;
     s.workgroup_id[0] = static_cast<uint32_t>(i % count[0]);
     s.workgroup_id[1] = static_cast<uint32_t>((i / count[0]) % count[1]);
-    s.workgroup_id[2] = static_cast<uint32_t>(i / (uint64_t{count[0]} * count[1]));
+    s.workgroup_id[2] =
+        static_cast<uint32_t>(i / (uint64_t{count[0]} * count[1]));
     kernel(&s);
     if (s.fault != HAL_SIM_FAULT_NONE) {
       std::lock_guard<std::mutex> lock(fault_mutex);
@@ -359,11 +373,12 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   if (fault_index == ~uint64_t{0}) return OkStatus();
 
   char where[160];
-  std::snprintf(where, sizeof(where),
-                "dispatch of '%s': workgroup (%u, %u, %u) invocation (%u, %u, %u)",
-                name, fault.workgroup_id[0], fault.workgroup_id[1],
-                fault.workgroup_id[2], fault.fault_local_id[0],
-                fault.fault_local_id[1], fault.fault_local_id[2]);
+  std::snprintf(
+      where, sizeof(where),
+      "dispatch of '%s': workgroup (%u, %u, %u) invocation (%u, %u, %u)", name,
+      fault.workgroup_id[0], fault.workgroup_id[1], fault.workgroup_id[2],
+      fault.fault_local_id[0], fault.fault_local_id[1],
+      fault.fault_local_id[2]);
   uint64_t binding_length =
       fault.fault_binding < n ? lengths[fault.fault_binding] : 0;
   std::string detail = std::string(where) + ": " + FaultName(fault.fault);

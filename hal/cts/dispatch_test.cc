@@ -36,7 +36,8 @@ class Dispatch : public CtsTest {
     for (ExecutableFormat format : ProducedTestKernelFormats()) {
       tried += std::string(" ") + ExecutableFormatName(format);
       if (!cache_->CanPrepareFormat(format)) continue;
-      CTS_ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, ReadTestKernels(format));
+      CTS_ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes,
+                               ReadTestKernels(format));
       ExecutableParams params;
       params.data = bytes;
       CTS_ASSERT_OK_AND_ASSIGN(exe_, cache_->Prepare(params));
@@ -64,7 +65,8 @@ class Dispatch : public CtsTest {
   Ref<Buffer> Filled(size_t count, uint32_t value) {
     return U32Buffer(U32s(count, value));
   }
-  U32s Read(Buffer* b, DeviceSize offset = 0, DeviceSize length = kWholeBuffer) {
+  U32s Read(Buffer* b, DeviceSize offset = 0,
+            DeviceSize length = kWholeBuffer) {
     std::vector<uint8_t> bytes = ReadBack(b, offset, length);
     U32s out(bytes.size() / 4);
     if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 4);
@@ -114,7 +116,8 @@ TEST_F(Dispatch, FillUsesConstants) {
   auto b = Filled(1024, 0xFFFFFFFF);
   ASSERT_TRUE(b);
   // 16 workgroups x 64 = 1024 invocations, 1000 of them store.
-  CTS_ASSERT_OK(Run("fill", {16}, {0xABCD1234u, 1000}, {BufferRef::Direct(b.get())}));
+  CTS_ASSERT_OK(
+      Run("fill", {16}, {0xABCD1234u, 1000}, {BufferRef::Direct(b.get())}));
   U32s got = Read(b.get());
   U32s want(1024, 0xABCD1234u);
   for (size_t i = 1000; i < 1024; ++i) want[i] = 0xFFFFFFFF;
@@ -128,8 +131,9 @@ TEST_F(Dispatch, ScaleAndOffsetConstants) {
   ASSERT_TRUE(src && dst);
   for (U32s k : {U32s{3, 7, 200}, U32s{0xFFFFFFFFu, 5, 200}, U32s{2, 0, 100}}) {
     CTS_ASSERT_OK(dst->MapZero(0, kWholeBuffer));
-    CTS_ASSERT_OK(Run("scale_offset", {4}, k,
-                      {BufferRef::Direct(src.get()), BufferRef::Direct(dst.get())}));
+    CTS_ASSERT_OK(
+        Run("scale_offset", {4}, k,
+            {BufferRef::Direct(src.get()), BufferRef::Direct(dst.get())}));
     U32s got = Read(dst.get());
     for (uint32_t i = 0; i < 200; ++i) {
       uint32_t want = i < k[2] ? i * k[0] + k[1] : 0;
@@ -150,7 +154,8 @@ TEST_F(Dispatch, BindingSubRanges) {
                      BufferRef::Direct(dst.get(), 256, 32 * 4)}));
   U32s got = Read(dst.get());
   for (int i = 0; i < 256; ++i) {
-    uint32_t want = (i >= 64 && i < 96) ? static_cast<uint32_t>(16 + i - 64) : 0xEEEEEEEE;
+    uint32_t want =
+        (i >= 64 && i < 96) ? static_cast<uint32_t>(16 + i - 64) : 0xEEEEEEEE;
     ASSERT_EQ(got[i], want) << "element " << i;
   }
   // A subspan buffer adds its own offset.
@@ -166,7 +171,8 @@ TEST_F(Dispatch, ThirtyTwoWorkgroupsWriteTheirIds) {
   for (Counts c : {Counts{32, 1, 1}, Counts{4, 4, 2}, Counts{1, 2, 16}}) {
     auto b = Filled(40, 0);
     ASSERT_TRUE(b);
-    CTS_ASSERT_OK(Run("write_ids", c, {c.x, c.y}, {BufferRef::Direct(b.get())}));
+    CTS_ASSERT_OK(
+        Run("write_ids", c, {c.x, c.y}, {BufferRef::Direct(b.get())}));
     U32s got = Read(b.get());
     for (uint32_t i = 0; i < 40; ++i) {
       ASSERT_EQ(got[i], i < 32 ? i + 1 : 0u)
@@ -180,7 +186,8 @@ TEST_F(Dispatch, TwoEntryPointsOfOneExecutable) {
   EXPECT_NE(inc, dec);
   auto b = Filled(100, 10);
   ASSERT_TRUE(b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   U32s k = {100};
   Refs bind = {BufferRef::Direct(b.get())};
   CTS_ASSERT_OK(cb->Begin());
@@ -199,8 +206,8 @@ TEST_F(Dispatch, IndirectCountWrittenByUpdate) {
   auto s = NewSemaphore(0);
   ASSERT_TRUE(params && b && s);
   const U32s counts = {8, 2, 2};  // 32 workgroups
-  CTS_ASSERT_OK(device()->QueueUpdate(1, {}, Points{{s.get(), 1}}, counts.data(),
-                                      params.get(), 0, 12));
+  CTS_ASSERT_OK(device()->QueueUpdate(1, {}, Points{{s.get(), 1}},
+                                      counts.data(), params.get(), 0, 12));
   BufferRef indirect = BufferRef::Direct(params.get());
   U32s k = {8, 2};
   Refs bind = {BufferRef::Direct(b.get())};
@@ -216,7 +223,8 @@ TEST_F(Dispatch, IndirectCountWrittenByUpdate) {
 TEST_F(Dispatch, IndirectCountWrittenByFill) {
   auto params = NewHostBuffer(12), b = Filled(30, 0);
   ASSERT_TRUE(params && b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   const uint32_t three = 3;  // {3, 3, 3}: 27 workgroups
   BufferRef indirect = BufferRef::Direct(params.get());
   U32s k = {3, 3};
@@ -236,7 +244,8 @@ TEST_F(Dispatch, IndirectCountWrittenByFill) {
 TEST_F(Dispatch, IndirectCountWrittenByEarlierDispatch) {
   auto params = Filled(3, 0xFFFF), b = Filled(1100, 0);
   ASSERT_TRUE(params && b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   U32s produce = {1000, 1, 1};  // ceil(1000 / 64) = 16 workgroups
   Refs produce_bind = {BufferRef::Direct(params.get())};
   U32s fill = {5, 1000};
@@ -245,14 +254,16 @@ TEST_F(Dispatch, IndirectCountWrittenByEarlierDispatch) {
   DispatchParams p = Params("fill", {}, fill, fill_bind);
   p.indirect_workgroup_count = &indirect;
   CTS_ASSERT_OK(cb->Begin());
-  CTS_ASSERT_OK(cb->Dispatch(Params("produce_counts", {1}, produce, produce_bind)));
+  CTS_ASSERT_OK(
+      cb->Dispatch(Params("produce_counts", {1}, produce, produce_bind)));
   CTS_ASSERT_OK(cb->ExecutionBarrier());
   CTS_ASSERT_OK(cb->Dispatch(p));
   CTS_ASSERT_OK(cb->End());
   CTS_ASSERT_OK(SubmitAndWait(cb.get()));
   EXPECT_EQ(Read(params.get()), (U32s{16, 1, 1}));
   U32s got = Read(b.get());
-  for (uint32_t i = 0; i < 1100; ++i) ASSERT_EQ(got[i], i < 1000 ? 5u : 0u) << i;
+  for (uint32_t i = 0; i < 1100; ++i)
+    ASSERT_EQ(got[i], i < 1000 ? 5u : 0u) << i;
 }
 
 TEST_F(Dispatch, SubAllocatedIndirectParams) {
@@ -277,7 +288,8 @@ TEST_F(Dispatch, SubAllocatedIndirectParams) {
 
   // The same through a binding-table slot whose entry has its own offset.
   CTS_ASSERT_OK(b->MapZero(0, kWholeBuffer));
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot, 2));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot, 2));
   BufferRef slot_indirect = BufferRef::Slot(0, 8);
   Refs slot_bind = {BufferRef::Slot(1)};
   DispatchParams ps = Params("write_ids", {}, k, slot_bind);
@@ -296,11 +308,13 @@ TEST_F(Dispatch, UpdateThenDispatch) {
   ASSERT_TRUE(src && dst);
   U32s data(64);
   for (uint32_t i = 0; i < 64; ++i) data[i] = i * i;
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   U32s k = {64};
   Refs bind = {BufferRef::Direct(src.get()), BufferRef::Direct(dst.get())};
   CTS_ASSERT_OK(cb->Begin());
-  CTS_ASSERT_OK(cb->UpdateBuffer(data.data(), BufferRef::Direct(src.get(), 0, 256)));
+  CTS_ASSERT_OK(
+      cb->UpdateBuffer(data.data(), BufferRef::Direct(src.get(), 0, 256)));
   CTS_ASSERT_OK(cb->ExecutionBarrier());
   CTS_ASSERT_OK(cb->Dispatch(Params("copy", {1}, k, bind)));
   CTS_ASSERT_OK(cb->End());
@@ -311,7 +325,8 @@ TEST_F(Dispatch, UpdateThenDispatch) {
 TEST_F(Dispatch, DispatchBarrierDispatch) {
   auto a = Filled(300, 0), b = Filled(300, 0);
   ASSERT_TRUE(a && b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   U32s iota = {100, 300}, scale = {2, 1, 300};
   Refs iota_bind = {BufferRef::Direct(a.get())};
   Refs scale_bind = {BufferRef::Direct(a.get()), BufferRef::Direct(b.get())};
@@ -328,7 +343,8 @@ TEST_F(Dispatch, DispatchBarrierDispatch) {
 TEST_F(Dispatch, FillDispatchDispatch) {
   auto b = NewDeviceBuffer(128 * 4);
   ASSERT_TRUE(b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot));
   const uint32_t forty = 40;
   U32s k = {128};
   Refs bind = {BufferRef::Direct(b.get())};
@@ -357,7 +373,8 @@ TEST_F(Dispatch, QueueOperationsOrderedBySemaphores) {
   Refs bind = {BufferRef::Direct(b.get())};
   // Submitted before its wait can be met (wait-before-signal). Any other
   // order gives another result: 9 + 1, 20, or 9.
-  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}}, Points{{s.get(), 3}},
+  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}},
+                                        Points{{s.get(), 3}},
                                         Params("increment", {1}, k, bind)));
   U32s fill = {20, 64};
   CTS_ASSERT_OK(device()->QueueDispatch(other, Points{{s.get(), 1}},
@@ -376,13 +393,16 @@ TEST_F(Dispatch, AllocaFillDispatchDealloca) {
   bp.type = MemoryType::kDeviceLocal;
   bp.usage = BufferUsage::kDefault;
   CTS_ASSERT_OK_AND_ASSIGN(
-      Ref<Buffer> b, device()->QueueAlloca(1, {}, Points{{s.get(), 1}}, bp, 1024));
+      Ref<Buffer> b,
+      device()->QueueAlloca(1, {}, Points{{s.get(), 1}}, bp, 1024));
   const uint32_t five = 5;
-  CTS_ASSERT_OK(device()->QueueFill(1, Points{{s.get(), 1}}, Points{{s.get(), 2}},
-                                    b.get(), 0, kWholeBuffer, &five, 4));
+  CTS_ASSERT_OK(device()->QueueFill(1, Points{{s.get(), 1}},
+                                    Points{{s.get(), 2}}, b.get(), 0,
+                                    kWholeBuffer, &five, 4));
   U32s k = {3, 4, 256};
   Refs bind = {BufferRef::Direct(b.get()), BufferRef::Direct(host.get())};
-  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}}, Points{{s.get(), 3}},
+  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}},
+                                        Points{{s.get(), 3}},
                                         Params("scale_offset", {4}, k, bind)));
   CTS_ASSERT_OK(device()->QueueDealloca(1, Points{{s.get(), 3}},
                                         Points{{s.get(), 4}}, b.get()));
@@ -390,12 +410,14 @@ TEST_F(Dispatch, AllocaFillDispatchDealloca) {
   EXPECT_EQ(Read(host.get()), U32s(256, 19));
   EXPECT_EQ(b->state(), BufferState::kFreed);
   // A dispatch that uses the freed buffer is refused.
-  CTS_EXPECT_CODE(kFailedPrecondition,
-                  device()->QueueDispatch(1, {}, {}, Params("scale_offset", {4}, k, bind)));
+  CTS_EXPECT_CODE(
+      kFailedPrecondition,
+      device()->QueueDispatch(1, {}, {}, Params("scale_offset", {4}, k, bind)));
 }
 
 TEST_F(Dispatch, ReusableCommandBufferWithDifferentBindingTables) {
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kReusable, 2));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kReusable, 2));
   U32s k = {10, 3, 64};
   Refs bind = {BufferRef::Slot(0), BufferRef::Slot(1)};
   CTS_ASSERT_OK(cb->Begin());
@@ -421,15 +443,20 @@ TEST_F(Dispatch, ReusableCommandBufferWithDifferentBindingTables) {
   BufferParams bp;
   bp.type = MemoryType::kHostLocal;
   bp.usage = BufferUsage::kTransfer | BufferUsage::kMapping;
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> plain, allocator()->AllocateBuffer(bp, 256));
-  Binding bad[] = {{plain.get(), 0, kWholeBuffer}, {outs[0].get(), 0, kWholeBuffer}};
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> plain,
+                           allocator()->AllocateBuffer(bp, 256));
+  Binding bad[] = {{plain.get(), 0, kWholeBuffer},
+                   {outs[0].get(), 0, kWholeBuffer}};
   auto s = NewSemaphore(0);
-  CTS_EXPECT_CODE(kInvalidArgument,
-                  device()->QueueExecute(1, {}, Points{{s.get(), 1}}, cb.get(), bad));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueExecute(1, {}, Points{{s.get(), 1}}, cb.get(), bad));
   // A misaligned entry offset too.
-  Binding misaligned[] = {{outs[1].get(), 0, kWholeBuffer}, {outs[0].get(), 2, 64}};
-  CTS_EXPECT_CODE(kInvalidArgument, device()->QueueExecute(1, {}, Points{{s.get(), 1}},
-                                                           cb.get(), misaligned));
+  Binding misaligned[] = {{outs[1].get(), 0, kWholeBuffer},
+                          {outs[0].get(), 2, 64}};
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueExecute(1, {}, Points{{s.get(), 1}}, cb.get(),
+                                         misaligned));
   EXPECT_EQ(*s->Query(), 0u);
 }
 
@@ -441,14 +468,16 @@ TEST_F(Dispatch, ZeroWorkgroupDispatchStillSignals) {
   Refs bind = {BufferRef::Direct(b.get())};
   CTS_ASSERT_OK(device()->QueueDispatch(1, {}, Points{{s.get(), 1}},
                                         Params("fill", {0, 1, 1}, k, bind)));
-  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 1}}, Points{{s.get(), 2}},
+  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 1}},
+                                        Points{{s.get(), 2}},
                                         Params("fill", {4, 0, 1}, k, bind)));
   // Indirect zero counts as well.
   auto params = Filled(3, 0);
   BufferRef indirect = BufferRef::Direct(params.get());
   DispatchParams p = Params("fill", {}, k, bind);
   p.indirect_workgroup_count = &indirect;
-  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}}, Points{{s.get(), 3}}, p));
+  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 2}},
+                                        Points{{s.get(), 3}}, p));
   CTS_ASSERT_OK(WaitFor(s.get(), 3));
   EXPECT_EQ(Read(b.get()), U32s(64, 0x55));
 }
@@ -457,7 +486,8 @@ TEST_F(Dispatch, AtomicCounter) {
   auto b = Filled(2, 0);
   ASSERT_TRUE(b);
   // 40 workgroups x 64 invocations, each adding 1 and 3.
-  CTS_ASSERT_OK(Run("atomic_count", {10, 2, 2}, {3}, {BufferRef::Direct(b.get())}));
+  CTS_ASSERT_OK(
+      Run("atomic_count", {10, 2, 2}, {3}, {BufferRef::Direct(b.get())}));
   EXPECT_EQ(Read(b.get()), (U32s{2560, 7680}));
 }
 
@@ -479,7 +509,8 @@ TEST_F(Dispatch, LongRunningKernelCompletes) {
 TEST_F(Dispatch, RecordingValidation) {
   auto b = Filled(64, 0);
   ASSERT_TRUE(b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kOneShot, 1));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kOneShot, 1));
   CTS_ASSERT_OK(cb->Begin());
   U32s one = {1}, two = {1, 64};
   Refs bind = {BufferRef::Direct(b.get())};
@@ -521,11 +552,13 @@ TEST_F(Dispatch, RecordingValidation) {
   bp.type = MemoryType::kHostLocal;
   bp.usage = BufferUsage::kTransfer | BufferUsage::kMapping |
              BufferUsage::kDispatchStorageRead;
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> read_only, allocator()->AllocateBuffer(bp, 256));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> read_only,
+                           allocator()->AllocateBuffer(bp, 256));
   Refs ro = {BufferRef::Direct(read_only.get())};
   bad.bindings = ro;
   CTS_EXPECT_CODE(kInvalidArgument, cb->Dispatch(bad));
-  Refs copy_bind = {BufferRef::Direct(read_only.get()), BufferRef::Direct(b.get())};
+  Refs copy_bind = {BufferRef::Direct(read_only.get()),
+                    BufferRef::Direct(b.get())};
   CTS_EXPECT_OK(cb->Dispatch(Params("copy", {1}, one, copy_bind)));
   // Indirect parameters: usage, size, alignment.
   bad = p;
@@ -546,9 +579,9 @@ TEST_F(Dispatch, RecordingValidation) {
   // Only the two valid dispatches were recorded.
   EXPECT_EQ(cb->commands().size(), 2u);
   // A transfer-only command buffer takes no dispatch.
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> transfer,
-                           device()->CreateCommandBuffer(Mode::kOneShot,
-                                                         Category::kTransfer, 1, 0));
+  CTS_ASSERT_OK_AND_ASSIGN(
+      Ref<CommandBuffer> transfer,
+      device()->CreateCommandBuffer(Mode::kOneShot, Category::kTransfer, 1, 0));
   CTS_ASSERT_OK(transfer->Begin());
   CTS_EXPECT_CODE(kInvalidArgument, transfer->Dispatch(p));
 }
@@ -567,9 +600,9 @@ TEST_F(Dispatch, QueueDispatchValidationChangesNothing) {
   CTS_EXPECT_CODE(kInvalidArgument,
                   device()->QueueDispatch(1, {}, Points{{s.get(), 1}},
                                           Params("fill", {1}, one, bind)));
-  CTS_EXPECT_CODE(kInvalidArgument, device()->QueueDispatch(
-                                        0, {}, Points{{s.get(), 1}},
-                                        Params("fill", {1}, two, bind)));
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueDispatch(0, {}, Points{{s.get(), 1}},
+                                          Params("fill", {1}, two, bind)));
   EXPECT_EQ(*s->Query(), 0u);
   EXPECT_EQ(Read(b.get()), U32s(64, 0));
 }
@@ -577,7 +610,8 @@ TEST_F(Dispatch, QueueDispatchValidationChangesNothing) {
 TEST_F(Dispatch, ExecutableOutlivesCacheAndCommandBufferKeepsIt) {
   auto b = Filled(64, 0);
   ASSERT_TRUE(b);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kReusable));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kReusable));
   U32s k = {4, 64};
   Refs bind = {BufferRef::Direct(b.get())};
   CTS_ASSERT_OK(cb->Begin());
@@ -600,10 +634,12 @@ TEST_F(Dispatch, OutOfBoundsAccessIsReported) {
   CTS_ASSERT_OK(device()->QueueDispatch(1, {}, Points{{s.get(), 1}},
                                         Params("store_at", {1}, k, bind)));
   // Work behind the failed dispatch fails with the same status.
-  CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{s.get(), 1}}, Points{{after.get(), 1}}));
+  CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{s.get(), 1}},
+                                       Points{{after.get(), 1}}));
   Status st = WaitFor(s.get(), 1);
   EXPECT_EQ(Code(st), "OUT_OF_RANGE") << st.ToString();
-  for (const char* needle : {"store_at", "binding 0", "offset 64", "write out of bounds"}) {
+  for (const char* needle :
+       {"store_at", "binding 0", "offset 64", "write out of bounds"}) {
     EXPECT_NE(st.message().find(needle), std::string::npos)
         << "missing '" << needle << "' in " << st.ToString();
   }
@@ -612,7 +648,8 @@ TEST_F(Dispatch, OutOfBoundsAccessIsReported) {
 
   // An out-of-bounds read, and a negative index, in a command buffer.
   auto out = Filled(1, 9);
-  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, NewCommandBuffer(Mode::kReusable));
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb,
+                           NewCommandBuffer(Mode::kReusable));
   U32s far = {1u << 30};
   Refs load_bind = {BufferRef::Direct(b.get()), BufferRef::Direct(out.get())};
   CTS_ASSERT_OK(cb->Begin());
@@ -620,7 +657,8 @@ TEST_F(Dispatch, OutOfBoundsAccessIsReported) {
   CTS_ASSERT_OK(cb->End());
   st = SubmitAndWait(cb.get());
   EXPECT_EQ(Code(st), "OUT_OF_RANGE") << st.ToString();
-  EXPECT_NE(st.message().find("read out of bounds"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("read out of bounds"), std::string::npos)
+      << st.ToString();
   U32s minus_one = {0xFFFFFFFFu};
   st = Run("store_at", {1}, minus_one, bind);
   EXPECT_EQ(Code(st), "OUT_OF_RANGE") << st.ToString();

@@ -1,12 +1,13 @@
 // CTS: executable files (every produced format), verification of malformed
 // bytes, executable caches and reflection.
+#include "hal/executable.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "hal/cts/cts.h"
 #include "hal/cts/test_kernels.h"
-#include "hal/executable.h"
 #include "hal/schemas/sim_executable_generated.h"
 
 namespace hal::cts {
@@ -57,7 +58,8 @@ void ExpectReflection(const std::vector<FunctionInfo>& functions) {
     ASSERT_EQ(f.binding_count, std::strlen(e.bindings));
     ASSERT_EQ(f.binding_flags.size(), f.binding_count);
     for (uint32_t b = 0; b < f.binding_count; ++b) {
-      EXPECT_EQ(f.binding_read_only(b), e.bindings[b] == 'r') << "binding " << b;
+      EXPECT_EQ(f.binding_read_only(b), e.bindings[b] == 'r')
+          << "binding " << b;
     }
   }
 }
@@ -70,7 +72,8 @@ class Executable : public CtsTest {
   // promises; skips when this build could not produce the format.
   void CheckFormat(ExecutableFormat format) {
     if (!TestKernelFormatProduced(format)) {
-      GTEST_SKIP() << "this build did not produce " << ExecutableFormatName(format)
+      GTEST_SKIP() << "this build did not produce "
+                   << ExecutableFormatName(format)
                    << " (toolchain missing; see the CMake configure output)";
     }
     CTS_ASSERT_OK_AND_ASSIGN(Bytes bytes, ReadTestKernels(format));
@@ -89,7 +92,11 @@ class Executable : public CtsTest {
         case ExecutableFormat::kSim:
         case ExecutableFormat::kHipHsaco:
         case ExecutableFormat::kAmdgpuCodeObject:
-          EXPECT_EQ(std::memcmp(m.code.data(), "\x7f" "ELF", 4), 0);
+          EXPECT_EQ(std::memcmp(m.code.data(),
+                                "\x7f"
+                                "ELF",
+                                4),
+                    0);
           break;
         case ExecutableFormat::kCudaPtx:
           EXPECT_NE(text.find(".version"), std::string::npos);
@@ -113,7 +120,8 @@ class Executable : public CtsTest {
       }
     }
     // Each export's entry point is present in its module's text formats.
-    if (format == ExecutableFormat::kCudaPtx || format == ExecutableFormat::kMetalMsl) {
+    if (format == ExecutableFormat::kCudaPtx ||
+        format == ExecutableFormat::kMetalMsl) {
       for (const FunctionInfo& f : data.functions) {
         const auto& code = data.modules[f.module_ordinal].code;
         std::string text(code.begin(), code.end());
@@ -134,7 +142,10 @@ class Executable : public CtsTest {
     d.format = ExecutableFormat::kSim;
     ExecutableModule m;
     m.code.assign(64, 0);
-    std::memcpy(m.code.data(), "\x7f" "ELF\x02\x01", 6);
+    std::memcpy(m.code.data(),
+                "\x7f"
+                "ELF\x02\x01",
+                6);
     d.modules.push_back(m);
     d.modules.push_back(m);
     FunctionInfo a;
@@ -152,7 +163,8 @@ class Executable : public CtsTest {
 
   static void ExpectInvalid(const Bytes& bytes, const std::string& needle) {
     auto r = ParseExecutable(bytes);
-    ASSERT_FALSE(r.ok()) << "expected INVALID_ARGUMENT mentioning '" << needle << "'";
+    ASSERT_FALSE(r.ok()) << "expected INVALID_ARGUMENT mentioning '" << needle
+                         << "'";
     EXPECT_EQ(Code(r.status()), "INVALID_ARGUMENT") << r.status().ToString();
     EXPECT_NE(r.status().message().find(needle), std::string::npos)
         << r.status().ToString();
@@ -160,20 +172,27 @@ class Executable : public CtsTest {
 };
 
 TEST_F(Executable, ReflectionSim) { CheckFormat(ExecutableFormat::kSim); }
-TEST_F(Executable, ReflectionCudaPtx) { CheckFormat(ExecutableFormat::kCudaPtx); }
-TEST_F(Executable, ReflectionHipHsaco) { CheckFormat(ExecutableFormat::kHipHsaco); }
+TEST_F(Executable, ReflectionCudaPtx) {
+  CheckFormat(ExecutableFormat::kCudaPtx);
+}
+TEST_F(Executable, ReflectionHipHsaco) {
+  CheckFormat(ExecutableFormat::kHipHsaco);
+}
 TEST_F(Executable, ReflectionAmdgpuCodeObject) {
   CheckFormat(ExecutableFormat::kAmdgpuCodeObject);
 }
 TEST_F(Executable, ReflectionLevelZeroSpirv) {
   CheckFormat(ExecutableFormat::kLevelZeroSpirv);
 }
-TEST_F(Executable, ReflectionMetalMsl) { CheckFormat(ExecutableFormat::kMetalMsl); }
+TEST_F(Executable, ReflectionMetalMsl) {
+  CheckFormat(ExecutableFormat::kMetalMsl);
+}
 
 TEST_F(Executable, FormatNamesRoundTrip) {
   for (ExecutableFormat f : kAllExecutableFormats) {
-    CTS_ASSERT_OK_AND_ASSIGN(ExecutableFormat back,
-                             ParseExecutableFormatName(ExecutableFormatName(f)));
+    CTS_ASSERT_OK_AND_ASSIGN(
+        ExecutableFormat back,
+        ParseExecutableFormatName(ExecutableFormatName(f)));
     EXPECT_EQ(back, f);
     ASSERT_NE(ExecutableFormatMagic(f), nullptr);
   }
@@ -195,7 +214,8 @@ TEST_F(Executable, CacheCanPrepareAndReflects) {
       CTS_EXPECT_CODE(kInvalidArgument, cache->Prepare(params));
       continue;
     }
-    CTS_ASSERT_OK_AND_ASSIGN(Ref<::hal::Executable> exe, cache->Prepare(params));
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<::hal::Executable> exe,
+                             cache->Prepare(params));
     ++prepared;
     EXPECT_EQ(exe->format(), format);
     ASSERT_EQ(exe->function_count(), kExpectedCount);
@@ -211,8 +231,9 @@ TEST_F(Executable, CacheCanPrepareAndReflects) {
     CTS_EXPECT_CODE(kNotFound, exe->LookupFunction(""));
     CTS_EXPECT_CODE(kNotFound, exe->LookupFunction("fil"));
     // An explicit format must match the header.
-    params.format = format == ExecutableFormat::kSim ? ExecutableFormat::kCudaPtx
-                                                     : ExecutableFormat::kSim;
+    params.format = format == ExecutableFormat::kSim
+                        ? ExecutableFormat::kCudaPtx
+                        : ExecutableFormat::kSim;
     CTS_EXPECT_CODE(kInvalidArgument, cache->Prepare(params));
     params.format = format;
     CTS_EXPECT_OK(cache->Prepare(params));
@@ -232,7 +253,8 @@ TEST_F(Executable, SimPrepareChecksCodeAgainstExportTable) {
       !TestKernelFormatProduced(ExecutableFormat::kSim)) {
     GTEST_SKIP() << "device does not prepare sim executables";
   }
-  CTS_ASSERT_OK_AND_ASSIGN(Bytes bytes, ReadTestKernels(ExecutableFormat::kSim));
+  CTS_ASSERT_OK_AND_ASSIGN(Bytes bytes,
+                           ReadTestKernels(ExecutableFormat::kSim));
   CTS_ASSERT_OK_AND_ASSIGN(ExecutableData data, ParseExecutable(bytes));
   struct Case {
     const char* what;
@@ -240,15 +262,20 @@ TEST_F(Executable, SimPrepareChecksCodeAgainstExportTable) {
     const char* code;
   };
   const Case cases[] = {
-      {"constant count", [](ExecutableData& d) { d.functions[0].constant_count = 3; },
+      {"constant count",
+       [](ExecutableData& d) { d.functions[0].constant_count = 3; },
        "INVALID_ARGUMENT"},
-      {"workgroup size", [](ExecutableData& d) { d.functions[0].workgroup_size[0] = 32; },
+      {"workgroup size",
+       [](ExecutableData& d) { d.functions[0].workgroup_size[0] = 32; },
        "INVALID_ARGUMENT"},
-      {"missing symbol", [](ExecutableData& d) { d.functions[0].name = "not_there"; },
+      {"missing symbol",
+       [](ExecutableData& d) { d.functions[0].name = "not_there"; },
        "INVALID_ARGUMENT"},
-      {"wrong module", [](ExecutableData& d) { d.functions[0].module_ordinal = 1; },
+      {"wrong module",
+       [](ExecutableData& d) { d.functions[0].module_ordinal = 1; },
        "INVALID_ARGUMENT"},
-      {"shared memory", [](ExecutableData& d) { d.functions[0].shared_memory_size = 16; },
+      {"shared memory",
+       [](ExecutableData& d) { d.functions[0].shared_memory_size = 16; },
        "UNIMPLEMENTED"},
   };
   for (const Case& c : cases) {
@@ -260,7 +287,8 @@ TEST_F(Executable, SimPrepareChecksCodeAgainstExportTable) {
     params.data = mutated;
     auto r = cache->Prepare(params);
     ASSERT_FALSE(r.ok()) << c.what;
-    EXPECT_EQ(Code(r.status()), c.code) << c.what << ": " << r.status().ToString();
+    EXPECT_EQ(Code(r.status()), c.code)
+        << c.what << ": " << r.status().ToString();
   }
 }
 
@@ -345,7 +373,8 @@ TEST_F(Executable, CrossReferencesAreChecked) {
   const Case cases[] = {
       {"module ordinal 2 is out of range",
        [](ExecutableData& d) { d.functions[1].module_ordinal = 2; }},
-      {"has a zero entry", [](ExecutableData& d) { d.functions[0].workgroup_size[1] = 0; }},
+      {"has a zero entry",
+       [](ExecutableData& d) { d.functions[0].workgroup_size[1] = 0; }},
       {"exceeds 1024 invocations",
        [](ExecutableData& d) {
          d.functions[0].workgroup_size[0] = 64;
@@ -354,14 +383,21 @@ TEST_F(Executable, CrossReferencesAreChecked) {
       {"2 binding flags for 3 bindings",
        [](ExecutableData& d) { d.functions[0].binding_count = 3; }},
       {"unknown flag bits",
-       [](ExecutableData& d) { d.functions[0].binding_flags[1] = static_cast<BindingFlags>(6); }},
-      {"is not unique", [](ExecutableData& d) { d.functions[1].name = "alpha"; }},
-      {"is not an identifier", [](ExecutableData& d) { d.functions[0].name = ""; }},
-      {"is not an identifier", [](ExecutableData& d) { d.functions[0].name = "9lives"; }},
-      {"is not an identifier", [](ExecutableData& d) { d.functions[0].name = "a b"; }},
+       [](ExecutableData& d) {
+         d.functions[0].binding_flags[1] = static_cast<BindingFlags>(6);
+       }},
+      {"is not unique",
+       [](ExecutableData& d) { d.functions[1].name = "alpha"; }},
+      {"is not an identifier",
+       [](ExecutableData& d) { d.functions[0].name = ""; }},
+      {"is not an identifier",
+       [](ExecutableData& d) { d.functions[0].name = "9lives"; }},
+      {"is not an identifier",
+       [](ExecutableData& d) { d.functions[0].name = "a b"; }},
       {"is not an identifier",
        [](ExecutableData& d) { d.functions[0].name = std::string(300, 'a'); }},
-      {"constants exceed", [](ExecutableData& d) { d.functions[0].constant_count = 65; }},
+      {"constants exceed",
+       [](ExecutableData& d) { d.functions[0].constant_count = 65; }},
       {"bindings exceed",
        [](ExecutableData& d) {
          d.functions[0].binding_count = 65;
@@ -373,8 +409,10 @@ TEST_F(Executable, CrossReferencesAreChecked) {
          d.modules.clear();
          d.functions.clear();
        }},
-      {"not an ELF image", [](ExecutableData& d) { d.modules[0].code.assign(64, 0); }},
-      {"not an ELF image", [](ExecutableData& d) { d.modules[1].code.clear(); }},
+      {"not an ELF image",
+       [](ExecutableData& d) { d.modules[0].code.assign(64, 0); }},
+      {"not an ELF image",
+       [](ExecutableData& d) { d.modules[1].code.clear(); }},
       {"specialization constants exceed",
        [](ExecutableData& d) { d.specialization_constant_count = 100000; }},
   };
@@ -393,7 +431,10 @@ TEST_F(Executable, WorkgroupSizeNeedsThreeEntries) {
   std::vector<uint32_t> flags;
   auto exp = fb::CreateExportDefDirect(b, "k", 0, &wg, 0, 0, 0, &flags);
   std::vector<uint8_t> elf(64, 0);
-  std::memcpy(elf.data(), "\x7f" "ELF\x02\x01", 6);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF\x02\x01",
+              6);
   auto mod = fb::CreateSimModuleDefDirect(b, &elf);
   std::vector<flatbuffers::Offset<fb::ExportDef>> exports = {exp};
   std::vector<flatbuffers::Offset<fb::SimModuleDef>> modules = {mod};
@@ -404,7 +445,8 @@ TEST_F(Executable, WorkgroupSizeNeedsThreeEntries) {
   std::memcpy(bytes.data(), "HSIM", 4);
   std::memcpy(bytes.data() + 4, &version, 4);
   std::memcpy(bytes.data() + 8, &total, 8);
-  std::memcpy(bytes.data() + kExecutableHeaderSize, b.GetBufferPointer(), b.GetSize());
+  std::memcpy(bytes.data() + kExecutableHeaderSize, b.GetBufferPointer(),
+              b.GetSize());
   ExpectInvalid(bytes, "workgroup size has 2 entries");
 }
 
@@ -433,7 +475,10 @@ TEST_F(Executable, FormatSpecificModuleChecks) {
   ExecutableData hip;
   hip.format = ExecutableFormat::kHipHsaco;
   m.code.assign(64, 0);
-  std::memcpy(m.code.data(), "\x7f" "ELF\x02\x01", 6);
+  std::memcpy(m.code.data(),
+              "\x7f"
+              "ELF\x02\x01",
+              6);
   m.code[18] = 62;  // EM_X86_64
   hip.modules.push_back(m);
   hip.functions.push_back(f);
@@ -462,25 +507,29 @@ TEST_F(Executable, MutatedProducedFilesNeverCrash) {
     for (size_t n = 0; n < good.size(); n += 1 + n / 8) {
       Bytes t(good.begin(), good.begin() + n);
       uint64_t size = n;
-      if (n >= 16) std::memcpy(t.data() + 8, &size, 8);  // defeat the size check
+      if (n >= 16)
+        std::memcpy(t.data() + 8, &size, 8);  // defeat the size check
       auto r = ParseExecutable(t);
       // Only trailing alignment padding may go without notice.
       if (n + 8 < good.size()) {
         ASSERT_FALSE(r.ok()) << "truncated to " << n;
       }
       if (!r.ok()) {
-        ASSERT_EQ(Code(r.status()), "INVALID_ARGUMENT") << r.status().ToString();
+        ASSERT_EQ(Code(r.status()), "INVALID_ARGUMENT")
+            << r.status().ToString();
       }
     }
     uint32_t rng = 12345;
     for (int i = 0; i < 2000; ++i) {
       rng = rng * 1664525u + 1013904223u;
       Bytes b = good;
-      size_t at = kExecutableHeaderSize + rng % (good.size() - kExecutableHeaderSize);
+      size_t at =
+          kExecutableHeaderSize + rng % (good.size() - kExecutableHeaderSize);
       b[at] ^= static_cast<uint8_t>(1u << (rng >> 29));
       auto r = ParseExecutable(b);
       if (!r.ok()) {
-        ASSERT_EQ(Code(r.status()), "INVALID_ARGUMENT") << r.status().ToString();
+        ASSERT_EQ(Code(r.status()), "INVALID_ARGUMENT")
+            << r.status().ToString();
       }
     }
   }

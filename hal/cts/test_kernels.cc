@@ -45,8 +45,8 @@ StatusOr<std::vector<uint8_t>> ReadTestKernels(ExecutableFormat format) {
   std::string path = TestKernelPath(format);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return NotFoundError("test kernels '%s' not found (set HAL_CTS_KERNELS_DIR)",
-                         path.c_str());
+    return NotFoundError(
+        "test kernels '%s' not found (set HAL_CTS_KERNELS_DIR)", path.c_str());
   }
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());

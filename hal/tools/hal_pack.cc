@@ -9,7 +9,8 @@
 // binaries, MSL text). --isa is required for amdgpu-code-object. The manifest
 // has one export per line (see hal/cts/kernels/test_kernels.manifest):
 //
-//   export NAME module=N workgroup=X,Y,Z constants=N bindings=r,w,... [shared=B]
+//   export NAME module=N workgroup=X,Y,Z constants=N bindings=r,w,...
+//   [shared=B]
 //
 // The written file is parsed back with hal::ParseExecutable, so hal-pack
 // never writes a file the loader would reject. Exit status: 0 on success, 1
@@ -66,7 +67,8 @@ StatusOr<std::vector<FunctionInfo>> ParseManifest(const std::string& path) {
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     std::string where = path + ":" + std::to_string(line_no);
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    if (auto hash = line.find('#'); hash != std::string::npos)
+      line.resize(hash);
     std::istringstream words(line);
     std::string keyword;
     if (!(words >> keyword)) continue;
@@ -76,7 +78,8 @@ StatusOr<std::vector<FunctionInfo>> ParseManifest(const std::string& path) {
     }
     FunctionInfo f;
     if (!(words >> f.name)) {
-      return hal::InvalidArgumentError("%s: export needs a name", where.c_str());
+      return hal::InvalidArgumentError("%s: export needs a name",
+                                       where.c_str());
     }
     bool have_module = false, have_wg = false, have_constants = false,
          have_bindings = false;
@@ -155,20 +158,23 @@ Status Run(int argc, char** argv) {
     } else if (const char* v = value("--isa=")) {
       isa = v;
     } else if (const char* v = value("--specialization-constants=")) {
-      HAL_ASSIGN_OR_RETURN(specialization_constants, ParseU32(v, "--specialization-constants"));
+      HAL_ASSIGN_OR_RETURN(specialization_constants,
+                           ParseU32(v, "--specialization-constants"));
     } else if (arg.rfind("--", 0) == 0) {
       return hal::InvalidArgumentError("unknown flag '%s'", arg.c_str());
     } else {
       modules.push_back(arg);
     }
   }
-  if (format_name.empty() || manifest.empty() || output.empty() || modules.empty()) {
+  if (format_name.empty() || manifest.empty() || output.empty() ||
+      modules.empty()) {
     return hal::InvalidArgumentError(
         "usage: hal-pack --format=FORMAT --manifest=FILE --output=FILE "
         "[--isa=NAME] [--specialization-constants=N] MODULE...");
   }
   ExecutableData data;
-  HAL_ASSIGN_OR_RETURN(data.format, hal::ParseExecutableFormatName(format_name));
+  HAL_ASSIGN_OR_RETURN(data.format,
+                       hal::ParseExecutableFormatName(format_name));
   data.specialization_constant_count = specialization_constants;
   HAL_ASSIGN_OR_RETURN(data.functions, ParseManifest(manifest));
   if (data.format == hal::ExecutableFormat::kAmdgpuCodeObject && isa.empty()) {
@@ -177,16 +183,19 @@ Status Run(int argc, char** argv) {
   for (const std::string& path : modules) {
     hal::ExecutableModule m;
     HAL_ASSIGN_OR_RETURN(m.code, ReadFile(path));
-    if (data.format == hal::ExecutableFormat::kLevelZeroSpirv && m.code.size() % 4) {
-      return hal::InvalidArgumentError("'%s': SPIR-V size %zu is not a multiple of 4",
-                                       path.c_str(), m.code.size());
+    if (data.format == hal::ExecutableFormat::kLevelZeroSpirv &&
+        m.code.size() % 4) {
+      return hal::InvalidArgumentError(
+          "'%s': SPIR-V size %zu is not a multiple of 4", path.c_str(),
+          m.code.size());
     }
     m.isa = isa;
     data.modules.push_back(std::move(m));
   }
   std::vector<uint8_t> bytes = hal::SerializeExecutable(data);
   auto parsed = hal::ParseExecutable(bytes);
-  if (!parsed.ok()) return parsed.status().Annotate("the packed file does not verify");
+  if (!parsed.ok())
+    return parsed.status().Annotate("the packed file does not verify");
 
   std::string tmp = output + ".tmp";
   {
