@@ -46,10 +46,17 @@ int main(int argc, char** argv) {
         bool first = true;
         for (const auto& d : *devices) {
           std::printf("%s{\"uri\": \"%s\", \"name\": \"%s\", \"uuid\": \"%s\", "
-                      "\"memory_bytes\": %llu, \"queues\": %d}",
+                      "\"memory_bytes\": %llu, \"queues\": %d, \"properties\": {",
                       first ? "" : ", ", Esc(d.uri).c_str(), Esc(d.name).c_str(),
                       Esc(d.uuid).c_str(), (unsigned long long)d.memory_bytes,
                       d.queue_count);
+          bool first_property = true;
+          for (const auto& [key, value] : d.properties) {
+            std::printf("%s\"%s\": \"%s\"", first_property ? "" : ", ",
+                        Esc(key).c_str(), Esc(value).c_str());
+            first_property = false;
+          }
+          std::printf("}}");
           first = false;
         }
         std::printf("]}");
@@ -64,6 +71,10 @@ int main(int argc, char** argv) {
         std::printf("  %-12s %s, uuid %s, %llu MiB, %d queue(s)\n", d.uri.c_str(),
                     d.name.c_str(), d.uuid.c_str(),
                     (unsigned long long)(d.memory_bytes >> 20), d.queue_count);
+        // Driver-specific facts (compute capability, driver version, ...).
+        for (const auto& [key, value] : d.properties) {
+          std::printf("  %-12s   %s: %s\n", "", key.c_str(), value.c_str());
+        }
       }
     }
     first_driver = false;

@@ -1,0 +1,67 @@
+// The CUDA implementation of the GPU-stream API layer (drivers/gpu/gpu_api.h):
+// one CUdevice and its primary context. Every call pushes the context on the
+// calling thread for its duration, so any thread may call in.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+
+#include "drivers/cuda/cuda_dynamic_symbols.h"
+#include "drivers/gpu/gpu_api.h"
+
+namespace hal::cuda {
+
+class CudaApi final : public gpu::GpuApi {
+ public:
+  // Retains `device`'s primary context (released on destruction).
+  static StatusOr<std::shared_ptr<CudaApi>> Create(
+      std::shared_ptr<const CudaSymbols> syms, CUdevice device);
+  ~CudaApi() override;
+
+  const CudaSymbols* syms() const { return syms_.get(); }
+  CUdevice device() const { return device_; }
+
+  const char* name() const override { return "cuda"; }
+  Status StreamCreate(gpu::GpuStream* out) override;
+  Status StreamDestroy(gpu::GpuStream stream) override;
+  Status StreamWaitEvent(gpu::GpuStream stream,
+                         gpu::GpuEventHandle event) override;
+  Status StreamSynchronize(gpu::GpuStream stream) override;
+  Status EventCreate(gpu::GpuEventHandle* out) override;
+  Status EventDestroy(gpu::GpuEventHandle event) override;
+  Status EventRecord(gpu::GpuEventHandle event, gpu::GpuStream stream) override;
+  Status EventQuery(gpu::GpuEventHandle event, bool* ready) override;
+  Status EventSynchronize(gpu::GpuEventHandle event) override;
+  Status LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
+                        void* user_data) override;
+  Status MemAllocDevice(size_t size, gpu::GpuDevicePtr* out) override;
+  Status MemAllocManaged(size_t size, gpu::GpuDevicePtr* out) override;
+  Status MemFreeDevice(gpu::GpuDevicePtr ptr) override;
+  Status MemAllocHost(size_t size, void** out) override;
+  Status MemFreeHost(void* ptr) override;
+  Status MemHostRegister(void* ptr, size_t size) override;
+  Status MemHostUnregister(void* ptr) override;
+  Status HostDevicePointer(void* host, gpu::GpuDevicePtr* out) override;
+  bool SupportsAsyncAlloc() const override { return pool_ != nullptr; }
+  Status MemAllocAsync(size_t size, gpu::GpuStream stream,
+                       gpu::GpuDevicePtr* out) override;
+  Status MemFreeAsync(gpu::GpuDevicePtr ptr, gpu::GpuStream stream) override;
+  Status MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src, size_t size,
+                     gpu::GpuStream stream) override;
+  Status MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
+                     size_t pattern_length, size_t count,
+                     gpu::GpuStream stream) override;
+
+ private:
+  CudaApi(std::shared_ptr<const CudaSymbols> syms, CUdevice device)
+      : syms_(std::move(syms)), device_(device) {}
+  Status Initialize();
+
+  std::shared_ptr<const CudaSymbols> syms_;
+  CUdevice device_;
+  CUcontext context_ = nullptr;
+  CUmemoryPool pool_ = nullptr;  // the device's default pool, when supported
+};
+
+}  // namespace hal::cuda

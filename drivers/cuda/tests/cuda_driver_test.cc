@@ -1,0 +1,385 @@
+// The CUDA driver against the CUDA API simulator (HAL_CUDA_SIM_LIBRARY), and
+// a symbols check against the real libcuda that skips without one.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "drivers/cuda/cuda_device.h"
+#include "drivers/cuda/cuda_dynamic_symbols.h"
+#include "drivers/cuda/cuda_status.h"
+#include "hal/driver.h"
+
+namespace hal::cuda {
+namespace {
+
+constexpr char kSimLibrary[] = HAL_CUDA_SIM_LIBRARY;
+
+// The simulator's extra entry points, from the library the driver loaded.
+struct SimControls {
+  uint64_t (*launched)() = nullptr;
+  uint64_t (*run)() = nullptr;
+  uint64_t (*violations)() = nullptr;
+  void (*pause)(int) = nullptr;
+  int (*set_faults)(const char*) = nullptr;
+};
+
+SimControls Controls() {
+  SimControls c;
+  void* lib = dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return c;
+  c.launched = reinterpret_cast<uint64_t (*)()>(
+      dlsym(lib, "halsim_cuda_host_functions_launched"));
+  c.run = reinterpret_cast<uint64_t (*)()>(
+      dlsym(lib, "halsim_cuda_host_functions_run"));
+  c.violations = reinterpret_cast<uint64_t (*)()>(
+      dlsym(lib, "halsim_cuda_api_violations"));
+  c.pause = reinterpret_cast<void (*)(int)>(
+      dlsym(lib, "halsim_cuda_pause_host_functions"));
+  c.set_faults = reinterpret_cast<int (*)(const char*)>(
+      dlsym(lib, "halsim_cuda_set_faults"));
+  return c;
+}
+
+Ref<Device> OpenSimDevice(const std::string& params = "") {
+  DeviceUri uri;
+  uri.driver = "cuda";
+  uri.params["library"] = kSimLibrary;
+  if (!params.empty()) {
+    auto parsed = DeviceUri::Parse("cuda://?" + params);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    for (auto& [k, v] : parsed->params) uri.params[k] = v;
+  }
+  auto device = CreateCudaDevice(uri);
+  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  return device.ok() ? *device : Ref<Device>();
+}
+
+class CudaSim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controls_ = Controls();
+    ASSERT_NE(controls_.set_faults, nullptr)
+        << "simulator not found at " << kSimLibrary;
+    ASSERT_EQ(controls_.set_faults(""), 0);
+  }
+  void TearDown() override {
+    controls_.set_faults("");
+    controls_.pause(0);
+    SetCudaFaultHook(nullptr);
+  }
+  SimControls controls_;
+};
+
+TEST_F(CudaSim, SymbolsResolveThroughGetProcAddress) {
+  auto syms = LoadCudaSymbols(kSimLibrary);
+  ASSERT_TRUE(syms.ok()) << syms.status().ToString();
+  EXPECT_EQ((*syms)->driver_version, 13000);
+#define HAL_CUDA_REQUIRED_SYMBOL(name) \
+  EXPECT_NE((*syms)->name, nullptr) << #name;
+#define HAL_CUDA_OPTIONAL_SYMBOL(name)
+#include "drivers/cuda/cuda_symbols.inc"
+#undef HAL_CUDA_REQUIRED_SYMBOL
+#undef HAL_CUDA_OPTIONAL_SYMBOL
+  // Pools are there; modules are not simulated (an optional symbol).
+  EXPECT_NE((*syms)->cuMemAllocFromPoolAsync, nullptr);
+  EXPECT_EQ((*syms)->cuLaunchKernel, nullptr);
+}
+
+TEST_F(CudaSim, MissingLibraryIsUnavailableWithHint) {
+  auto syms = LoadCudaSymbols("/nonexistent/libcuda.so.1");
+  ASSERT_FALSE(syms.ok());
+  EXPECT_EQ(syms.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(syms.status().message().find("HAL_CUDA_LIBRARY"), std::string::npos)
+      << syms.status().ToString();
+}
+
+TEST_F(CudaSim, TooOldDriverIsUnavailable) {
+  // Another spelling of the same path: not in the load cache yet.
+  std::string path = kSimLibrary;
+  path.insert(path.rfind('/'), "/.");
+  setenv("HALSIM_CUDA_DRIVER_VERSION", "11080", 1);
+  auto syms = LoadCudaSymbols(path);
+  unsetenv("HALSIM_CUDA_DRIVER_VERSION");
+  ASSERT_FALSE(syms.ok());
+  EXPECT_EQ(syms.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(syms.status().message().find("too old"), std::string::npos)
+      << syms.status().ToString();
+}
+
+TEST_F(CudaSim, EnumerationAndUris) {
+  auto devices = EnumerateCudaDevices(kSimLibrary);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 1u);
+  const DeviceInfo& info = (*devices)[0];
+  EXPECT_EQ(info.uri, "cuda:0");
+  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
+  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  EXPECT_EQ(info.properties.at("compute_capability"), "8.0");
+  EXPECT_GT(info.memory_bytes, 0u);
+
+  for (std::string id : {std::string("0"), info.uuid}) {
+    DeviceUri uri;
+    uri.driver = "cuda";
+    uri.devices = {id};
+    uri.params["library"] = kSimLibrary;
+    auto device = CreateCudaDevice(uri);
+    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
+    EXPECT_EQ((*device)->info().uuid, info.uuid);
+  }
+  DeviceUri missing;
+  missing.driver = "cuda";
+  missing.params["library"] = kSimLibrary;
+  missing.devices = {"3"};
+  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
+  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
+  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
+  missing.devices = {};
+  missing.params["command_buffer_mode"] = "graph";
+  EXPECT_EQ(CreateCudaDevice(missing).status().code(),
+            StatusCode::kUnimplemented);
+}
+
+BufferParams HostParams() {
+  BufferParams p;
+  p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
+  p.usage = BufferUsage::kDefault | BufferUsage::kMapping;
+  return p;
+}
+
+// Two queues (two CUDA streams): queue 0 fills a device buffer and signals
+// s=1; queue 1 waits s>=1 and copies the buffer to host memory. With host
+// functions held back, the copy still lands, and the host never sees s=1
+// before that: the wait was a cuStreamWaitEvent on queue 0's event, with no
+// host round trip.
+TEST_F(CudaSim, DeviceToDeviceChainMakesNoHostRoundTrip) {
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  constexpr DeviceSize kSize = 4096;
+  BufferParams device_params;
+  device_params.type = MemoryType::kDeviceLocal;
+  auto source = device->allocator()->AllocateBuffer(device_params, kSize);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto target = device->allocator()->AllocateBuffer(HostParams(), kSize);
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  ASSERT_TRUE((*target)->MapZero(0, kSize).ok());
+  auto mapping = (*target)->Map(MappingMode::kPersistent, MemoryAccess::kRead);
+  ASSERT_TRUE(mapping.ok());
+  auto s = device->CreateSemaphore(0);
+  auto t = device->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok() && t.ok());
+
+  const uint64_t launched_before = controls_.launched();
+  const uint64_t run_before = controls_.run();
+  controls_.pause(1);
+  const uint32_t pattern = 0xA5A5A5A5u;
+  SemaphorePoint s1{s->get(), 1}, t1{t->get(), 1};
+  ASSERT_TRUE(
+      device->QueueFill(1, {}, {&s1, 1}, source->get(), 0, kSize, &pattern, 4)
+          .ok());
+  ASSERT_TRUE(device
+                  ->QueueCopy(2, {&s1, 1}, {&t1, 1}, source->get(), 0,
+                              target->get(), 0, kSize)
+                  .ok());
+  const uint8_t* bytes = mapping->data();
+  auto landed = [&] {
+    return __atomic_load_n(&bytes[kSize - 1], __ATOMIC_ACQUIRE) == 0xA5 &&
+           __atomic_load_n(&bytes[0], __ATOMIC_ACQUIRE) == 0xA5;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!landed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(landed()) << "the copy on queue 1 did not run while host "
+                           "functions were held: it waited for the host";
+  // No host function ran, so the host has not seen s=1 yet.
+  EXPECT_EQ(controls_.run(), run_before);
+  EXPECT_EQ(*(*s)->Query(), 0u);
+  EXPECT_EQ(controls_.launched() - launched_before, 2u)
+      << "one completion host function per operation";
+  controls_.pause(0);
+  EXPECT_TRUE((*t)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  EXPECT_EQ(*(*s)->Query(), 1u);
+  EXPECT_EQ(controls_.violations(), 0u);
+}
+
+// The same chain through the host: a plain (non-device) semaphore must be
+// signalled by the host before queue 1 may start.
+TEST_F(CudaSim, HostSignalReleasesHeldWork) {
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
+  ASSERT_TRUE(buffer.ok());
+  ASSERT_TRUE((*buffer)->MapZero(0, 64).ok());
+  Ref<Semaphore> gate = Semaphore::Create(0);
+  auto done = device->CreateSemaphore(0);
+  SemaphorePoint g{gate.get(), 1}, d{done->get(), 1};
+  const uint8_t pattern = 7;
+  ASSERT_TRUE(
+      device->QueueFill(2, {&g, 1}, {&d, 1}, buffer->get(), 0, 64, &pattern, 1)
+          .ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  uint8_t first = 0;
+  ASSERT_TRUE((*buffer)->MapRead(0, &first, 1).ok());
+  EXPECT_EQ(first, 0) << "work ran before its wait was signalled";
+  ASSERT_TRUE(gate->Signal(1).ok());
+  ASSERT_TRUE((*done)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  ASSERT_TRUE((*buffer)->MapRead(63, &first, 1).ok());
+  EXPECT_EQ(first, 7);
+}
+
+TEST_F(CudaSim, SimulatorReportsCudaCallsFromHostFunctions) {
+  auto syms_or = LoadCudaSymbols(kSimLibrary);
+  ASSERT_TRUE(syms_or.ok());
+  const CudaSymbols* syms = syms_or->get();
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(syms->cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuCtxPushCurrent(ctx), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(syms->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+            CUDA_SUCCESS);
+  struct Probe {
+    const CudaSymbols* syms;
+    CUresult result = CUDA_SUCCESS;
+  } probe{syms};
+  const uint64_t before = controls_.violations();
+  ASSERT_EQ(syms->cuLaunchHostFunc(
+                stream,
+                [](void* p) {
+                  auto* probe = static_cast<Probe*>(p);
+                  CUdeviceptr ptr;
+                  probe->result = probe->syms->cuMemAlloc(&ptr, 16);
+                },
+                &probe),
+            CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(probe.result, CUDA_ERROR_NOT_PERMITTED);
+  EXPECT_EQ(controls_.violations(), before + 1);
+  EXPECT_EQ(syms->cuStreamDestroy(stream), CUDA_SUCCESS);
+  CUcontext popped;
+  EXPECT_EQ(syms->cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(syms->cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+}
+
+TEST_F(CudaSim, AllocationFaultIsResourceExhausted) {
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  ASSERT_EQ(controls_.set_faults("alloc=1"), 0);
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  auto buffer = device->allocator()->AllocateBuffer(params, 1024);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(buffer.status().message().find("CUDA_ERROR_OUT_OF_MEMORY"),
+            std::string::npos)
+      << buffer.status().ToString();
+  EXPECT_NE(buffer.status().message().find("cuMemAlloc"), std::string::npos);
+  // The next allocation works.
+  EXPECT_TRUE(device->allocator()->AllocateBuffer(params, 1024).ok());
+}
+
+TEST_F(CudaSim, QueueAllocaFaultFailsSignal) {
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  ASSERT_EQ(controls_.set_faults("alloc=1"), 0);
+  auto s = device->CreateSemaphore(0);
+  SemaphorePoint s1{s->get(), 1};
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  auto buffer = device->QueueAlloca(1, {}, {&s1, 1}, params, 1024);
+  ASSERT_TRUE(buffer.ok());
+  Status st = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
+}
+
+// A failed stream operation is a sticky CUDA error: its semaphores fail with
+// the CUDA error name, work chained to it on another queue fails too, and
+// nothing hangs.
+TEST_F(CudaSim, LaunchFailureFailsSemaphoresWithCudaErrorName) {
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 256);
+  ASSERT_TRUE(buffer.ok());
+  auto s = device->CreateSemaphore(0);
+  auto t = device->CreateSemaphore(0);
+  SemaphorePoint s1{s->get(), 1}, t1{t->get(), 1};
+  ASSERT_EQ(controls_.set_faults("op=1"), 0);
+  const uint8_t pattern = 1;
+  ASSERT_TRUE(
+      device->QueueFill(1, {}, {&s1, 1}, buffer->get(), 0, 128, &pattern, 1)
+          .ok());
+  ASSERT_TRUE(device
+                  ->QueueFill(2, {&s1, 1}, {&t1, 1}, buffer->get(), 128, 128,
+                              &pattern, 1)
+                  .ok());
+  Status a = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  Status b = (*t)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(a.code(), StatusCode::kDataLoss) << a.ToString();
+  EXPECT_NE(a.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos)
+      << a.ToString();
+  EXPECT_EQ(b.code(), StatusCode::kDataLoss) << b.ToString();
+  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
+}
+
+TEST_F(CudaSim, LateEventsStillOrderWork) {
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  ASSERT_EQ(controls_.set_faults("late_event_us=2000,late_event_ppm=500000"),
+            0);
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 4);
+  ASSERT_TRUE(buffer.ok());
+  ASSERT_TRUE((*buffer)->MapZero(0, 4).ok());
+  auto s = device->CreateSemaphore(0);
+  // Ping-pong between the queues: each step overwrites the value, so only
+  // the right order leaves the last one.
+  for (uint32_t i = 1; i <= 20; ++i) {
+    SemaphorePoint wait{s->get(), i - 1}, signal{s->get(), i};
+    ASSERT_TRUE(device
+                    ->QueueFill(i % 2 ? 1 : 2, {&wait, 1}, {&signal, 1},
+                                buffer->get(), 0, 4, &i, 4)
+                    .ok());
+  }
+  ASSERT_TRUE((*s)->Wait(20, Timeout::After(std::chrono::seconds(30))).ok());
+  uint32_t value = 0;
+  ASSERT_TRUE((*buffer)->MapRead(0, &value, 4).ok());
+  EXPECT_EQ(value, 20u);
+}
+
+TEST_F(CudaSim, FaultHookInjectsAnyCall) {
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  SetCudaFaultHook([](std::string_view call) {
+    return call == "cuMemHostAlloc" ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+  });
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
+  SetCudaFaultHook(nullptr);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(buffer.status().message().find("in cuMemHostAlloc"),
+            std::string::npos)
+      << buffer.status().ToString();
+}
+
+// The real driver: resolves every required symbol, or skips when this
+// machine has no libcuda.
+TEST(CudaRealLibrary, SymbolsResolve) {
+  auto syms = LoadCudaSymbols("libcuda.so.1");
+  if (!syms.ok() && syms.status().code() == StatusCode::kUnavailable) {
+    GTEST_SKIP() << syms.status().ToString();
+  }
+  ASSERT_TRUE(syms.ok()) << syms.status().ToString();
+#define HAL_CUDA_REQUIRED_SYMBOL(name) \
+  EXPECT_NE((*syms)->name, nullptr) << #name;
+#define HAL_CUDA_OPTIONAL_SYMBOL(name)
+#include "drivers/cuda/cuda_symbols.inc"
+#undef HAL_CUDA_REQUIRED_SYMBOL
+#undef HAL_CUDA_OPTIONAL_SYMBOL
+}
+
+}  // namespace
+}  // namespace hal::cuda

@@ -1,0 +1,91 @@
+// The thin per-API layer under the shared GPU-stream machinery.
+//
+// CUDA and HIP (and any API with streams, binary events and host functions)
+// implement GpuApi once; everything above it (drivers/gpu/: devices, timeline
+// semaphores over events, pending queue actions, stream command buffers,
+// allocators) is written once against it. Every method converts the API's
+// result into a Status in one place (the implementation), with the API's
+// error name in the message.
+//
+// Handles are opaque pointers (CUstream, CUevent, ...). Device pointers are
+// 64-bit integers (CUdeviceptr, hipDeviceptr_t); with unified addressing the
+// host pointers of host-local and registered memory have a device address
+// too (HostDevicePointer).
+//
+// Thread safety: every method may be called from any thread; each makes the
+// device's context current for its own duration. None may be called from a
+// host function launched with LaunchHostFunc (the API forbids it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "hal/status.h"
+
+namespace hal::gpu {
+
+using GpuStream = void*;
+using GpuEventHandle = void*;
+using GpuModule = void*;
+using GpuFunction = void*;
+using GpuDevicePtr = uint64_t;
+using GpuHostFn = void (*)(void* user_data);
+
+class GpuApi {
+ public:
+  virtual ~GpuApi() = default;
+
+  // "cuda", "hip": used in messages.
+  virtual const char* name() const = 0;
+
+  // Non-blocking streams (no implicit sync with the legacy default stream).
+  virtual Status StreamCreate(GpuStream* out) = 0;
+  virtual Status StreamDestroy(GpuStream stream) = 0;
+  // Later work on `stream` waits for the work `event` captured when it was
+  // last recorded (nothing if it never was).
+  virtual Status StreamWaitEvent(GpuStream stream, GpuEventHandle event) = 0;
+  virtual Status StreamSynchronize(GpuStream stream) = 0;
+
+  // Events without timing.
+  virtual Status EventCreate(GpuEventHandle* out) = 0;
+  virtual Status EventDestroy(GpuEventHandle event) = 0;
+  virtual Status EventRecord(GpuEventHandle event, GpuStream stream) = 0;
+  // OK + *ready=false while pending; an error when the work it captured
+  // failed (the API's asynchronous error).
+  virtual Status EventQuery(GpuEventHandle event, bool* ready) = 0;
+  virtual Status EventSynchronize(GpuEventHandle event) = 0;
+
+  // `fn` runs on an API thread after the work before it on `stream`, and
+  // blocks the work after it. It must not call the API.
+  virtual Status LaunchHostFunc(GpuStream stream, GpuHostFn fn,
+                                void* user_data) = 0;
+
+  // Memory. Sizes are > 0 (callers handle empty buffers).
+  virtual Status MemAllocDevice(size_t size, GpuDevicePtr* out) = 0;
+  virtual Status MemAllocManaged(size_t size, GpuDevicePtr* out) = 0;
+  virtual Status MemFreeDevice(GpuDevicePtr ptr) = 0;  // device and managed
+  virtual Status MemAllocHost(size_t size, void** out) = 0;
+  virtual Status MemFreeHost(void* ptr) = 0;
+  virtual Status MemHostRegister(void* ptr, size_t size) = 0;
+  virtual Status MemHostUnregister(void* ptr) = 0;
+  // The device address of pinned (allocated or registered) host memory.
+  virtual Status HostDevicePointer(void* host, GpuDevicePtr* out) = 0;
+  // Stream-ordered allocation from the device's memory pool. UNIMPLEMENTED
+  // when the API or device has no pools (SupportsAsyncAlloc is false).
+  virtual bool SupportsAsyncAlloc() const = 0;
+  virtual Status MemAllocAsync(size_t size, GpuStream stream,
+                               GpuDevicePtr* out) = 0;
+  virtual Status MemFreeAsync(GpuDevicePtr ptr, GpuStream stream) = 0;
+
+  // Stream-ordered transfers (addresses are unified).
+  virtual Status MemcpyAsync(GpuDevicePtr dst, GpuDevicePtr src, size_t size,
+                             GpuStream stream) = 0;
+  // `pattern_length` is 1, 2 or 4; `count` is in patterns; `dst` is aligned
+  // to the pattern length.
+  virtual Status MemsetAsync(GpuDevicePtr dst, uint32_t pattern,
+                             size_t pattern_length, size_t count,
+                             GpuStream stream) = 0;
+};
+
+}  // namespace hal::gpu

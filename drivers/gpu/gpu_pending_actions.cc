@@ -1,0 +1,379 @@
+#include "drivers/gpu/gpu_pending_actions.h"
+
+#include <algorithm>
+
+#include "drivers/gpu/gpu_semaphore.h"
+
+namespace hal::gpu {
+
+void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
+  for (const SemaphorePoint& p : wait) {
+    waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+  }
+  for (const SemaphorePoint& p : signal) {
+    signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+  }
+}
+
+// State shared with host functions and timepoint callbacks, which may run
+// on other threads while the worker is busy (and, for timepoint callbacks
+// that race with cancellation, after the actions are gone).
+struct GpuPendingActions::Shared {
+  std::mutex mutex;
+  std::condition_variable cv;       // wakes the worker
+  std::condition_variable idle_cv;  // wakes WaitIdle
+  bool dirty = false;
+  bool shutdown = false;
+  std::vector<std::unique_ptr<GpuAction>> incoming;
+  std::vector<GpuAction*> completions;  // pushed by host functions
+  size_t outstanding = 0;               // enqueued and not finished
+
+  void Wake() {
+    std::lock_guard<std::mutex> lock(mutex);
+    dirty = true;
+    cv.notify_one();
+  }
+  void Done() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--outstanding == 0) idle_cv.notify_all();
+  }
+};
+
+struct GpuPendingActions::HostQueue {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<GpuAction>> actions;
+  bool stop = false;
+  std::thread thread;
+};
+
+namespace {
+void SignalAll(GpuAction& action, const Status& status) {
+  for (auto& [sem, value] : action.signals) {
+    if (status.ok()) {
+      // A value at or below the payload was reached already; nothing waits
+      // on it any more, so a rejected signal is harmless here.
+      sem->Signal(value).IgnoreError();
+    } else {
+      sem->Fail(status);
+    }
+  }
+}
+}  // namespace
+
+GpuPendingActions::GpuPendingActions(std::shared_ptr<GpuApi> api,
+                                     std::shared_ptr<GpuEventPool> events,
+                                     std::vector<GpuStream> streams,
+                                     std::vector<GpuStream> callback_streams,
+                                     const void* owner)
+    : api_(std::move(api)),
+      events_(std::move(events)),
+      streams_(std::move(streams)),
+      callback_streams_(std::move(callback_streams)),
+      owner_(owner),
+      shared_(std::make_shared<Shared>()) {
+  host_queues_.resize(streams_.size());
+  worker_ = std::thread([this] { WorkerMain(); });
+}
+
+GpuPendingActions::~GpuPendingActions() { Shutdown(); }
+
+void GpuPendingActions::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->shutdown = true;
+    shared_->cv.notify_one();
+  }
+  worker_.join();
+}
+
+void GpuPendingActions::Enqueue(std::unique_ptr<GpuAction> action) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  ++shared_->outstanding;
+  shared_->incoming.push_back(std::move(action));
+  shared_->cv.notify_one();
+}
+
+Status GpuPendingActions::WaitIdle(Timeout timeout) {
+  std::unique_lock<std::mutex> lock(shared_->mutex);
+  auto idle = [&] { return shared_->outstanding == 0; };
+  if (timeout.is_infinite()) {
+    shared_->idle_cv.wait(lock, idle);
+  } else if (!timeout.is_immediate()) {
+    shared_->idle_cv.wait_until(lock, timeout.deadline(), idle);
+  }
+  if (idle()) return OkStatus();
+  return DeadlineExceededError(
+      "wait_idle: %zu queue operation(s) still pending", shared_->outstanding);
+}
+
+void GpuPendingActions::OnHostFunction(void* user_data) {
+  // Runs on an API thread: no API calls here, only a hand-off.
+  auto* action = static_cast<GpuAction*>(user_data);
+  auto* shared = static_cast<Shared*>(action->shared);
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  shared->completions.push_back(action);
+  shared->cv.notify_one();
+}
+
+void GpuPendingActions::WorkerMain() {
+  while (true) {
+    std::vector<std::unique_ptr<GpuAction>> incoming;
+    std::vector<GpuAction*> done;
+    bool shutdown;
+    {
+      std::unique_lock<std::mutex> lock(shared_->mutex);
+      shared_->cv.wait(lock, [&] {
+        return shared_->dirty || shared_->shutdown ||
+               !shared_->incoming.empty() || !shared_->completions.empty();
+      });
+      incoming.swap(shared_->incoming);
+      done.swap(shared_->completions);
+      shared_->dirty = false;
+      shutdown = shared_->shutdown;
+    }
+    for (auto& a : incoming) pending_.push_back(std::move(a));
+    for (GpuAction* a : done) {
+      auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                             [a](const auto& p) { return p.get() == a; });
+      completing_.splice(completing_.end(), in_flight_, it);
+    }
+    for (auto it = completing_.begin(); it != completing_.end();) {
+      if (TryComplete(it->get())) {
+        it = completing_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (shutdown) {
+      while (!pending_.empty()) {
+        std::unique_ptr<GpuAction> a = std::move(pending_.front());
+        pending_.pop_front();
+        Status cancelled = CancelledError(
+            "%s: device destroyed before its waits were met", a->name);
+        Abandon(std::move(a), cancelled);
+      }
+      if (in_flight_.empty() && completing_.empty()) break;
+    } else {
+      while (ScanPending()) {
+      }
+    }
+  }
+  for (auto& q : host_queues_) {
+    if (!q) continue;
+    {
+      std::lock_guard<std::mutex> lock(q->mutex);
+      q->stop = true;
+      q->cv.notify_one();
+    }
+    q->thread.join();
+  }
+}
+
+bool GpuPendingActions::ScanPending() {
+  bool changed = false;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    GpuAction* a = it->get();
+    Status failure;
+    bool resolved = true;
+    std::vector<Ref<GpuEvent>> events;
+    for (auto& [sem, value] : a->waits) {
+      StatusOr<uint64_t> payload = sem->Query();
+      if (!payload.ok()) {
+        failure = payload.status();
+        break;
+      }
+      if (*payload >= value) continue;
+      if (a->kind == GpuAction::Kind::kDevice) {
+        auto* gpu_sem = dynamic_cast<GpuSemaphore*>(sem.get());
+        if (gpu_sem && gpu_sem->owner() == owner_) {
+          if (Ref<GpuEvent> event = gpu_sem->FindDeviceTimepoint(value)) {
+            events.push_back(std::move(event));
+            continue;
+          }
+        }
+      }
+      resolved = false;
+    }
+    if (!failure.ok()) {
+      std::unique_ptr<GpuAction> action = std::move(*it);
+      it = pending_.erase(it);
+      Abandon(std::move(action), failure);
+      changed = true;
+      continue;
+    }
+    if (!resolved) {
+      RegisterWakeups(a);
+      ++it;
+      continue;
+    }
+    std::unique_ptr<GpuAction> action = std::move(*it);
+    it = pending_.erase(it);
+    CancelWakeups(action.get());
+    action->waited_events = std::move(events);
+    if (action->kind == GpuAction::Kind::kHost) {
+      RunHost(std::move(action));
+    } else {
+      Issue(std::move(action));
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+void GpuPendingActions::RegisterWakeups(GpuAction* action) {
+  if (action->registered) return;
+  action->registered = true;
+  std::weak_ptr<Shared> weak = shared_;
+  for (auto& [sem, value] : action->waits) {
+    action->timepoint_ids.push_back(sem->NotifyAt(value, [weak](const Status&) {
+      if (auto shared = weak.lock()) shared->Wake();
+    }));
+  }
+}
+
+void GpuPendingActions::CancelWakeups(GpuAction* action) {
+  if (!action->registered) return;
+  for (size_t i = 0; i < action->timepoint_ids.size(); ++i) {
+    action->waits[i].first->CancelTimepoint(action->timepoint_ids[i]);
+  }
+  action->timepoint_ids.clear();
+  action->registered = false;
+}
+
+void GpuPendingActions::Issue(std::unique_ptr<GpuAction> action) {
+  GpuStream stream = streams_[action->queue];
+  Status status;
+  for (const Ref<GpuEvent>& event : action->waited_events) {
+    status = api_->StreamWaitEvent(stream, event->handle());
+    if (!status.ok()) break;
+  }
+  if (status.ok() && action->issue) status = action->issue(stream);
+  action->issue_status = status;
+
+  // Whatever was enqueued (even after an error) must finish before the
+  // action's resources go: record the completion event in every case.
+  StatusOr<Ref<GpuEvent>> event = events_->Acquire();
+  Status tracked = event.status();
+  if (tracked.ok()) tracked = api_->EventRecord((*event)->handle(), stream);
+  if (!tracked.ok()) {
+    api_->StreamSynchronize(stream).IgnoreError();
+    Finish(std::move(action), status.ok() ? tracked : status);
+    return;
+  }
+  action->done_event = *event;
+  if (status.ok()) {
+    for (auto& [sem, value] : action->signals) {
+      auto* gpu_sem = dynamic_cast<GpuSemaphore*>(sem.get());
+      if (gpu_sem && gpu_sem->owner() == owner_) {
+        gpu_sem->AddDeviceTimepoint(value, action->done_event);
+      }
+    }
+  }
+  GpuStream callback_stream = callback_streams_[action->queue];
+  action->shared = shared_.get();
+  GpuAction* raw = action.get();
+  in_flight_.push_back(std::move(action));
+  Status notify =
+      api_->StreamWaitEvent(callback_stream, raw->done_event->handle());
+  if (notify.ok()) {
+    notify = api_->LaunchHostFunc(callback_stream, &OnHostFunction, raw);
+  }
+  if (!notify.ok()) {
+    // No notification will come: wait here instead.
+    api_->EventSynchronize(raw->done_event->handle()).IgnoreError();
+    auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                           [raw](const auto& p) { return p.get() == raw; });
+    std::unique_ptr<GpuAction> a = std::move(*it);
+    in_flight_.erase(it);
+    if (a->issue_status.ok()) a->issue_status = notify;
+    completing_.push_back(std::move(a));
+    shared_->Wake();
+  }
+}
+
+bool GpuPendingActions::TryComplete(GpuAction* action) {
+  Status status = action->issue_status;
+  if (status.ok() && action->done_event) {
+    bool ready = false;
+    status = api_->EventQuery(action->done_event->handle(), &ready);
+    if (status.ok() && !ready) {
+      status = api_->EventSynchronize(action->done_event->handle());
+    }
+  }
+  if (status.ok()) {
+    // A wait satisfied by a device timepoint is only known to have
+    // succeeded once its semaphore reached the value on the host: an
+    // upstream failure must fail this action too.
+    for (auto& [sem, value] : action->waits) {
+      StatusOr<uint64_t> payload = sem->Query();
+      if (!payload.ok()) {
+        status = payload.status();
+        break;
+      }
+      if (*payload < value) {
+        RegisterWakeups(action);
+        return false;
+      }
+    }
+  }
+  CancelWakeups(action);
+  auto it = std::find_if(completing_.begin(), completing_.end(),
+                         [action](const auto& p) { return p.get() == action; });
+  std::unique_ptr<GpuAction> owned = std::move(*it);
+  Finish(std::move(owned), status);
+  return true;
+}
+
+void GpuPendingActions::Finish(std::unique_ptr<GpuAction> action,
+                               Status status) {
+  CancelWakeups(action.get());
+  if (action->complete) status = action->complete(status);
+  SignalAll(*action, status);
+  action.reset();
+  shared_->Done();
+}
+
+void GpuPendingActions::Abandon(std::unique_ptr<GpuAction> action,
+                                const Status& status) {
+  CancelWakeups(action.get());
+  if (action->abandon) action->abandon(status);
+  SignalAll(*action, status);
+  action.reset();
+  shared_->Done();
+}
+
+void GpuPendingActions::RunHost(std::unique_ptr<GpuAction> action) {
+  std::unique_ptr<HostQueue>& q = host_queues_[action->queue];
+  if (!q) {
+    q = std::make_unique<HostQueue>();
+    HostQueue* raw = q.get();
+    q->thread = std::thread([this, raw] { HostMain(raw); });
+  }
+  std::lock_guard<std::mutex> lock(q->mutex);
+  q->actions.push_back(std::move(action));
+  q->cv.notify_one();
+}
+
+void GpuPendingActions::HostMain(HostQueue* queue) {
+  while (true) {
+    std::unique_ptr<GpuAction> action;
+    {
+      std::unique_lock<std::mutex> lock(queue->mutex);
+      queue->cv.wait(lock,
+                     [&] { return queue->stop || !queue->actions.empty(); });
+      if (queue->actions.empty()) return;
+      action = std::move(queue->actions.front());
+      queue->actions.pop_front();
+    }
+    Status status = action->host_work ? action->host_work() : OkStatus();
+    if (action->complete) status = action->complete(status);
+    SignalAll(*action, status);
+    action.reset();
+    shared_->Done();
+  }
+}
+
+}  // namespace hal::gpu

@@ -1,0 +1,35 @@
+/* The CUDA API simulator's extra entry points (libhalsim_cuda.so).
+ *
+ * Besides the CUDA driver-API subset the HAL's CUDA driver uses (see
+ * sim_libcuda.cc and docs/drivers/cuda.md), the library exports these for
+ * tests. Look them up with dlsym on the library the driver loaded
+ * (dlopen of the same path returns the same handle).
+ */
+#ifndef HAL_SIM_CUDA_SIM_LIBCUDA_H_
+#define HAL_SIM_CUDA_SIM_LIBCUDA_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Host functions enqueued with cuLaunchHostFunc / run so far. */
+uint64_t halsim_cuda_host_functions_launched(void);
+uint64_t halsim_cuda_host_functions_run(void);
+/* CUDA calls made from inside a host function (each returned
+ * CUDA_ERROR_NOT_PERMITTED and printed a line to stderr). */
+uint64_t halsim_cuda_api_violations(void);
+/* While paused, host functions wait before they run (and block the stream
+ * they are on, as CUDA's do); other streams keep running. */
+void halsim_cuda_pause_host_functions(int paused);
+/* Replaces the fault plan (same syntax as HALSIM_CUDA_FAULTS, e.g.
+ * "alloc=3,op=2,late_event_us=500,late_event_ppm=250000") and restarts its
+ * counters. Returns 0, or -1 for a malformed plan. */
+int halsim_cuda_set_faults(const char* plan);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HAL_SIM_CUDA_SIM_LIBCUDA_H_ */
