@@ -33,6 +33,7 @@ struct Entry {
   std::mutex mutex;  // guards the four fields below
   int pending = 0;
   bool dispatched = false;  // handed on (all waits met, or one failed)
+  bool waits_cancelled = false;  // CancelWaits ran; later ids cancel at once
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
@@ -131,8 +132,17 @@ struct Core {
         self->WaitResolved(entry, status);
       });
       if (id) {
-        std::lock_guard<std::mutex> lock(entry->mutex);
-        entry->timepoints.emplace_back(sem.get(), id);
+        bool cancel_now;
+        {
+          std::lock_guard<std::mutex> lock(entry->mutex);
+          // A failed earlier wait may have dispatched the op, and a worker
+          // may already have run and cancelled its waits: this timepoint
+          // came too late to be in that list, so it goes now (else it would
+          // keep the entry, and through it this semaphore, alive forever).
+          cancel_now = entry->waits_cancelled;
+          if (!cancel_now) entry->timepoints.emplace_back(sem.get(), id);
+        }
+        if (cancel_now) sem->CancelTimepoint(id);
       }
     }
     WaitResolved(entry, OkStatus());  // the +1 taken above
@@ -143,6 +153,7 @@ struct Core {
     {
       std::lock_guard<std::mutex> lock(entry.mutex);
       ids.swap(entry.timepoints);
+      entry.waits_cancelled = true;
     }
     for (auto& [sem, id] : ids) sem->CancelTimepoint(id);
   }
