@@ -1,5 +1,6 @@
 #include "hal/command_buffer.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace hal {
@@ -213,11 +214,113 @@ Status CommandBuffer::CopyBuffer(const BufferRef& source, const BufferRef& targe
   return OkStatus();
 }
 
-Status CommandBuffer::Dispatch(const DispatchParams&) {
+namespace {
+constexpr DeviceSize kDispatchAlignment = 4;
+
+BufferUsage BindingUsage(const FunctionInfo& f, uint32_t i) {
+  return f.binding_read_only(i) ? BufferUsage::kDispatchStorageRead
+                                : BufferUsage::kDispatchStorage;
+}
+}  // namespace
+
+Status CommandBuffer::Dispatch(const DispatchParams& params) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kDispatch, "Dispatch"));
-  return UnimplementedError(
-      "Dispatch: executables and dispatch are not implemented yet (see "
-      "docs/status.md)");
+  if (!params.executable) return InvalidArgumentError("Dispatch: executable is null");
+  HAL_ASSIGN_OR_RETURN(const FunctionInfo* f,
+                       params.executable->function(params.entry_point));
+  const char* name = f->name.c_str();
+  if (params.constants.size() != f->constant_count) {
+    return InvalidArgumentError(
+        "Dispatch of '%s': %zu constants given, the function takes %u", name,
+        params.constants.size(), f->constant_count);
+  }
+  if (params.bindings.size() != f->binding_count) {
+    return InvalidArgumentError(
+        "Dispatch of '%s': %zu bindings given, the function takes %u", name,
+        params.bindings.size(), f->binding_count);
+  }
+  cmd::Dispatch d;
+  d.executable = Ref<Executable>(params.executable);
+  d.entry_point = params.entry_point;
+  d.indirect = params.indirect_workgroup_count != nullptr;
+  for (int i = 0; i < 3; ++i) {
+    d.workgroup_count[i] = d.indirect ? 0 : params.workgroup_count[i];
+    if (d.workgroup_count[i] > kMaxWorkgroupCount) {
+      return InvalidArgumentError(
+          "Dispatch of '%s': workgroup count [%u, %u, %u] exceeds %u in a "
+          "dimension",
+          name, params.workgroup_count[0], params.workgroup_count[1],
+          params.workgroup_count[2], kMaxWorkgroupCount);
+    }
+  }
+  char what[96];
+  if (d.indirect) {
+    BufferRef ref = *params.indirect_workgroup_count;
+    std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
+                  name);
+    HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kDispatchIndirectParams,
+                                    kIndirectWorkgroupCountSize, what));
+    DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
+    if ((base + ref.offset) % kDispatchAlignment) {
+      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned", what,
+                                  (unsigned long long)(base + ref.offset));
+    }
+    ref.length = kIndirectWorkgroupCountSize;
+    d.indirect_workgroup_count = std::move(ref);
+  }
+  d.constants.assign(params.constants.begin(), params.constants.end());
+  d.bindings.reserve(params.bindings.size());
+  for (uint32_t i = 0; i < params.bindings.size(); ++i) {
+    BufferRef ref = params.bindings[i];
+    std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %u", name, i);
+    HAL_RETURN_IF_ERROR(ValidateRef(ref, BindingUsage(*f, i), kWholeBuffer, what));
+    DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
+    if ((base + ref.offset) % kDispatchAlignment) {
+      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned", what,
+                                  (unsigned long long)(base + ref.offset));
+    }
+    d.bindings.push_back(std::move(ref));
+  }
+  commands_.emplace_back(std::move(d));
+  return OkStatus();
+}
+
+Status CommandBuffer::ValidateDispatchSubmission(const cmd::Dispatch& d,
+                                                 BindingTable table) const {
+  const FunctionInfo& f = d.executable->functions()[d.entry_point];
+  char what[96];
+  if (d.indirect) {
+    std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
+                  f.name.c_str());
+    HAL_RETURN_IF_ERROR(ValidateSlotRef(d.indirect_workgroup_count,
+                                        kIndirectWorkgroupCountSize,
+                                        BufferUsage::kDispatchIndirectParams,
+                                        table, what));
+    if (d.indirect_workgroup_count.is_slot()) {
+      ResolvedRef r = ResolveRef(d.indirect_workgroup_count, table);
+      if (r.offset % kDispatchAlignment) {
+        return InvalidArgumentError("%s: slot %u resolves to offset %llu, not 4-byte aligned",
+                                    what, d.indirect_workgroup_count.slot,
+                                    (unsigned long long)r.offset);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < d.bindings.size(); ++i) {
+    const BufferRef& ref = d.bindings[i];
+    std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %u",
+                  f.name.c_str(), i);
+    HAL_RETURN_IF_ERROR(
+        ValidateSlotRef(ref, kWholeBuffer, BindingUsage(f, i), table, what));
+    if (ref.is_slot()) {
+      ResolvedRef r = ResolveRef(ref, table);
+      if (r.offset % kDispatchAlignment) {
+        return InvalidArgumentError(
+            "%s: slot %u resolves to offset %llu, not 4-byte aligned", what,
+            ref.slot, (unsigned long long)r.offset);
+      }
+    }
+  }
+  return OkStatus();
 }
 
 Status CommandBuffer::ValidateSlotRef(const BufferRef& ref, DeviceSize length,
@@ -294,6 +397,8 @@ Status CommandBuffer::ValidateSubmission(BindingTable table) {
           s = InvalidArgumentError("CopyBuffer: source and target ranges overlap");
         }
       }
+    } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
+      s = ValidateDispatchSubmission(*d, table);
     }
     HAL_RETURN_IF_ERROR(s);
   }

@@ -23,13 +23,12 @@
 
 #include "hal/buffer.h"
 #include "hal/event.h"
+#include "hal/executable.h"
 #include "hal/ref.h"
 #include "hal/status.h"
 #include "hal/types.h"
 
 namespace hal {
-
-class Executable;
 
 enum class CommandBufferMode : uint32_t {
   kReusable = 0,
@@ -82,15 +81,32 @@ struct ResolvedRef {
   DeviceSize length = 0;
 };
 
-// Parameters of a dispatch (see the executables issue; until then dispatch is
-// UNIMPLEMENTED on every driver).
+// Largest workgroup count in each dimension (direct or indirect).
+inline constexpr uint32_t kMaxWorkgroupCount = 65535;
+// Size of the indirect workgroup-count record: 3 x uint32 (x, y, z).
+inline constexpr DeviceSize kIndirectWorkgroupCountSize = 12;
+
+// Parameters of a dispatch. Borrowed for the call: the command buffer keeps
+// its own reference to the executable and copies of the constants and
+// binding references.
 struct DispatchParams {
   Executable* executable = nullptr;
+  // Index of the function (export) in `executable`.
   uint32_t entry_point = 0;
+  // Workgroups in x, y, z; each at most kMaxWorkgroupCount. Zero in any
+  // dimension runs nothing (the dispatch still completes and signals).
   uint32_t workgroup_count[3] = {1, 1, 1};
-  // When set, the workgroup count is read from this buffer (3 x uint32).
+  // When set, the workgroup count is read from this buffer when the dispatch
+  // runs: 3 x uint32 at the reference's offset (4-byte aligned), in a buffer
+  // with DISPATCH_INDIRECT_PARAMS usage. A count above kMaxWorkgroupCount
+  // read there fails the dispatch with OUT_OF_RANGE.
   const BufferRef* indirect_workgroup_count = nullptr;
+  // Exactly the function's constant_count values.
   std::span<const uint32_t> constants;
+  // Exactly the function's binding_count references, each 4-byte aligned,
+  // with DISPATCH_STORAGE_READ usage, and DISPATCH_STORAGE_WRITE unless the
+  // binding is read-only. The kernel sees each reference's range; accesses
+  // outside it are undefined on GPUs and an error on the simulator.
   std::span<const BufferRef> bindings;
 };
 
@@ -113,13 +129,23 @@ struct Copy {
   BufferRef target;
   DeviceSize length;
 };
+struct Dispatch {
+  Ref<Executable> executable;
+  uint32_t entry_point;
+  uint32_t workgroup_count[3];
+  bool indirect;
+  BufferRef indirect_workgroup_count;  // length kIndirectWorkgroupCountSize
+  std::vector<uint32_t> constants;
+  std::vector<BufferRef> bindings;  // direct lengths resolved
+};
 struct BeginDebugGroup { std::string label; };
 struct EndDebugGroup {};
 }  // namespace cmd
 
 using Command = std::variant<cmd::Barrier, cmd::SignalEvent, cmd::ResetEvent,
                              cmd::WaitEvents, cmd::Fill, cmd::Update, cmd::Copy,
-                             cmd::BeginDebugGroup, cmd::EndDebugGroup>;
+                             cmd::BeginDebugGroup, cmd::EndDebugGroup,
+                             cmd::Dispatch>;
 
 class CommandBuffer : public RefCounted {
  public:
@@ -152,7 +178,12 @@ class CommandBuffer : public RefCounted {
   Status UpdateBuffer(const void* source, const BufferRef& target);
   Status CopyBuffer(const BufferRef& source, const BufferRef& target,
                     DeviceSize length);
-  // UNIMPLEMENTED until the executables issue lands.
+  // Records a dispatch (category kDispatch). INVALID_ARGUMENT for a null
+  // executable, a constant or binding count that differs from the function's,
+  // a workgroup count above kMaxWorkgroupCount, a misaligned binding or
+  // indirect offset, or a buffer lacking the usage listed at DispatchParams;
+  // OUT_OF_RANGE for an entry point at or above function_count() or a range
+  // outside its buffer (the indirect record needs 12 bytes).
   Status Dispatch(const DispatchParams& params);
 
   bool is_recording() const { return state_ == State::kRecording; }
@@ -185,6 +216,8 @@ class CommandBuffer : public RefCounted {
   Status ValidateSlotRef(const BufferRef& ref, DeviceSize length,
                          BufferUsage usage, BindingTable table,
                          const char* what) const;
+  Status ValidateDispatchSubmission(const cmd::Dispatch& d,
+                                    BindingTable table) const;
 
   CommandBufferMode mode_;
   CommandCategory categories_;

@@ -34,6 +34,15 @@ StatusOr<Ref<Semaphore>> Device::CreateSemaphoreImpl(uint64_t initial_value) {
 
 StatusOr<Ref<Event>> Device::CreateEvent() { return Event::Create(); }
 
+StatusOr<Ref<ExecutableCache>> Device::CreateExecutableCache() {
+  return CreateExecutableCacheImpl();
+}
+
+StatusOr<Ref<ExecutableCache>> Device::CreateExecutableCacheImpl() {
+  return UnimplementedError("driver '%s' has no executable cache",
+                            info_.driver.c_str());
+}
+
 StatusOr<Ref<CommandBuffer>> Device::CreateCommandBuffer(
     CommandBufferMode mode, CommandCategory categories, QueueAffinity affinity,
     uint32_t binding_capacity) {
@@ -237,12 +246,23 @@ Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
 }
 
 Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
-                             SemaphoreList signal, const DispatchParams&) {
+                             SemaphoreList signal, const DispatchParams& params) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
-  return UnimplementedError(
-      "queue_dispatch: executables and dispatch are not implemented yet (see "
-      "docs/status.md)");
+  for (size_t i = 0; i < params.bindings.size(); ++i) {
+    if (params.bindings[i].is_slot()) {
+      return InvalidArgumentError(
+          "queue_dispatch: binding %zu is a binding-table slot; queue_dispatch "
+          "has no binding table",
+          i);
+    }
+  }
+  if (params.indirect_workgroup_count &&
+      params.indirect_workgroup_count->is_slot()) {
+    return InvalidArgumentError(
+        "queue_dispatch: the indirect workgroup count is a binding-table slot");
+  }
+  return QueueDispatchImpl(q, wait, signal, params);
 }
 
 Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
@@ -272,12 +292,12 @@ Status Device::WaitIdle(Timeout timeout) { return WaitIdleImpl(timeout); }
 // a driver that can execute command buffers gets every transfer for free.
 namespace {
 template <typename RecordFn>
-StatusOr<Ref<CommandBuffer>> RecordTransient(QueueAffinity affinity,
-                                             RecordFn record) {
+StatusOr<Ref<CommandBuffer>> RecordTransient(
+    QueueAffinity affinity, RecordFn record,
+    CommandCategory category = CommandCategory::kTransfer) {
   HAL_ASSIGN_OR_RETURN(
       Ref<CommandBuffer> cb,
-      CommandBuffer::Create(CommandBufferMode::kOneShot,
-                            CommandCategory::kTransfer, affinity, 0));
+      CommandBuffer::Create(CommandBufferMode::kOneShot, category, affinity, 0));
   HAL_RETURN_IF_ERROR(cb->Begin());
   HAL_RETURN_IF_ERROR(record(cb.get()));
   HAL_RETURN_IF_ERROR(cb->End());
@@ -327,6 +347,17 @@ Status Device::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
                              BufferRef::Direct(target, target_offset, length),
                              length);
                        }));
+  return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
+}
+
+Status Device::QueueDispatchImpl(QueueAffinity affinity, SemaphoreList wait,
+                                 SemaphoreList signal,
+                                 const DispatchParams& params) {
+  HAL_ASSIGN_OR_RETURN(
+      Ref<CommandBuffer> cb,
+      RecordTransient(
+          affinity, [&](CommandBuffer* c) { return c->Dispatch(params); },
+          CommandCategory::kDispatch));
   return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
 }
 

@@ -22,6 +22,7 @@
 #include "hal/buffer.h"
 #include "hal/command_buffer.h"
 #include "hal/event.h"
+#include "hal/executable.h"
 #include "hal/file.h"
 #include "hal/ref.h"
 #include "hal/semaphore.h"
@@ -63,6 +64,9 @@ class Device : public RefCounted {
                                                    CommandCategory categories,
                                                    QueueAffinity affinity,
                                                    uint32_t binding_capacity);
+  // A cache that prepares executables for this device (see
+  // hal/executable.h). UNIMPLEMENTED for a driver without one.
+  StatusOr<Ref<ExecutableCache>> CreateExecutableCache();
 
   // Returns a buffer at once; its memory is committed when the waits are
   // reached. Using it before (from the host) is FAILED_PRECONDITION; queue
@@ -96,6 +100,9 @@ class Device : public RefCounted {
   Status QueueExecute(QueueAffinity affinity, SemaphoreList wait,
                       SemaphoreList signal, CommandBuffer* command_buffer,
                       BindingTable bindings = {});
+  // One dispatch, validated as CommandBuffer::Dispatch is (the bindings must
+  // be direct buffers: there is no binding table). Kernel faults found while
+  // it runs (the simulator's out-of-bounds checks) fail the signals.
   Status QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, const DispatchParams& params);
   Status QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
@@ -116,6 +123,7 @@ class Device : public RefCounted {
   static int FirstQueue(QueueAffinity affinity);
 
   virtual StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value);
+  virtual StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl();
   virtual StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
                                                 SemaphoreList wait,
                                                 SemaphoreList signal,
@@ -137,6 +145,11 @@ class Device : public RefCounted {
                                SemaphoreList signal, Buffer* source,
                                DeviceSize source_offset, Buffer* target,
                                DeviceSize target_offset, DeviceSize length);
+  // Defaults to a one-shot dispatch command buffer through QueueExecuteImpl.
+  // `params` has the queue validated only; recording validates the rest.
+  virtual Status QueueDispatchImpl(QueueAffinity affinity, SemaphoreList wait,
+                                   SemaphoreList signal,
+                                   const DispatchParams& params);
   virtual Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
                                SemaphoreList signal, File* source,
                                uint64_t source_offset, Buffer* target,

@@ -124,13 +124,13 @@ void Interpret(std::vector<std::vector<uint8_t>>& mem, const Op& op,
       }
       break;
     case Kind::kUpdate:
-      std::memcpy(d, op.data.data(), op.length);
+      if (op.length) std::memcpy(d, op.data.data(), op.length);
       break;
     case Kind::kCopy: {
       Access src = Resolve(m, op.source, op.length, false, t);
       std::vector<uint8_t> tmp(mem[src.buffer].begin() + src.begin,
                                mem[src.buffer].begin() + src.end);
-      std::memcpy(d, tmp.data(), op.length);
+      if (op.length) std::memcpy(d, tmp.data(), op.length);
       break;
     }
   }

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "sim/sim_device.h"
+#include "sim/sim_executable.h"
 
 namespace hal::sim {
 
@@ -50,6 +51,8 @@ Status ExecuteCommand(const CommandBuffer& cb, const Command& c,
     HAL_ASSIGN_OR_RETURN(uint8_t* sp, SimStorage(s.buffer, s.offset, cp->length, "copy source"));
     HAL_ASSIGN_OR_RETURN(uint8_t* dp, SimStorage(d.buffer, d.offset, cp->length, "copy target"));
     if (cp->length) std::memmove(dp, sp, cp->length);
+  } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
+    return ExecuteSimDispatch(*d, table);
   }
   // Barriers, events and debug groups have no effect of their own here: the
   // plan already ordered the segments.
@@ -77,6 +80,7 @@ HAL_SIM_COMMAND_NAME(cmd::Update, "update")
 HAL_SIM_COMMAND_NAME(cmd::Copy, "copy")
 HAL_SIM_COMMAND_NAME(cmd::BeginDebugGroup, "begin_debug_group")
 HAL_SIM_COMMAND_NAME(cmd::EndDebugGroup, "end_debug_group")
+HAL_SIM_COMMAND_NAME(cmd::Dispatch, "dispatch")
 #undef HAL_SIM_COMMAND_NAME
 }  // namespace
 
@@ -99,6 +103,17 @@ void CommandAccesses(const Command& c, BindingTable table,
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
     AddAccess(CommandBuffer::ResolveRef(cp->source, table), cp->length, false, out);
     AddAccess(CommandBuffer::ResolveRef(cp->target, table), cp->length, true, out);
+  } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
+    // Every binding the function may write counts as written.
+    const FunctionInfo& fn = d->executable->functions()[d->entry_point];
+    for (uint32_t i = 0; i < d->bindings.size(); ++i) {
+      ResolvedRef r = CommandBuffer::ResolveRef(d->bindings[i], table);
+      AddAccess(r, r.length, !fn.binding_read_only(i), out);
+    }
+    if (d->indirect) {
+      AddAccess(CommandBuffer::ResolveRef(d->indirect_workgroup_count, table),
+                kIndirectWorkgroupCountSize, false, out);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "sim/sim_command_buffer.h"
+#include "sim/sim_executable.h"
 
 namespace hal::sim {
 
@@ -135,6 +136,10 @@ StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(uint64_t initial_value) 
     TraceLine(*context_) << "create semaphore s" << id << "=" << initial_value;
   }
   return Ref<Semaphore>::Adopt(new SimSemaphore(initial_value, id));
+}
+
+StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
+  return CreateSimExecutableCache(options_.workers);
 }
 
 void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {

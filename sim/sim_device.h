@@ -50,6 +50,7 @@ class SimDevice final : public Device {
 
  protected:
   StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
+  StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
   StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
                                         SemaphoreList wait, SemaphoreList signal,
                                         const BufferParams& params,

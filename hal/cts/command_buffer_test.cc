@@ -558,11 +558,13 @@ TEST_F(CommandBuffer, CategoryAndAffinityChecks) {
   }
 }
 
-TEST_F(CommandBuffer, DispatchIsUnimplemented) {
+TEST_F(CommandBuffer, DispatchWithoutExecutableIsInvalidArgument) {
+  // Dispatch itself is covered by the Dispatch area (dispatch_test.cc).
   CTS_ASSERT_OK_AND_ASSIGN(Ref<HalCommandBuffer> cb,
                            Create(Mode::kOneShot, Category::kAny));
   CTS_ASSERT_OK(cb->Begin());
-  CTS_EXPECT_CODE(kUnimplemented, cb->Dispatch(DispatchParams{}));
+  CTS_EXPECT_CODE(kInvalidArgument, cb->Dispatch(DispatchParams{}));
+  EXPECT_TRUE(cb->commands().empty());
   CTS_ASSERT_OK(cb->End());
 }
 

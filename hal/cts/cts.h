@@ -33,6 +33,11 @@ inline constexpr char kTagAlloca[] = "alloca";             // queue_alloca/deall
 inline constexpr char kTagHostCall[] = "host_call";
 inline constexpr char kTagMultiQueue[] = "multi_queue";    // >= 2 queues
 inline constexpr char kTagDeviceOnlyMemory[] = "device_only_memory";
+// Executables and dispatch of the test kernels (hal/cts/kernels/).
+inline constexpr char kTagDispatch[] = "dispatch";
+// Kernel accesses outside a binding fail the dispatch (the simulator);
+// real GPUs leave them undefined.
+inline constexpr char kTagDispatchBoundsChecks[] = "dispatch_bounds_checks";
 
 struct Backend {
   std::string name;         // driver name, e.g. "sim"

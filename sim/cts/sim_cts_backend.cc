@@ -7,8 +7,9 @@ void RegisterSimCtsBackend() {
   Backend b;
   b.name = "sim";
   b.default_uri = "sim://?queues=4";
-  b.tags = {kTagFiles,    kTagImport,     kTagAlloca,
-            kTagHostCall, kTagMultiQueue, kTagDeviceOnlyMemory};
+  b.tags = {kTagFiles,     kTagImport,     kTagAlloca,
+            kTagHostCall,  kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,  kTagDispatchBoundsChecks};
   RegisterBackend(std::move(b));
 }
 

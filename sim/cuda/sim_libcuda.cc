@@ -156,6 +156,7 @@ Sim& S() {
 std::atomic<uint64_t> g_launched{0};
 std::atomic<uint64_t> g_run{0};
 std::atomic<uint64_t> g_violations{0};
+std::atomic<uint64_t> g_work_done{0};
 thread_local bool t_in_host_function = false;
 thread_local std::vector<Context*> t_context_stack;
 
@@ -315,6 +316,7 @@ CUresult EnqueueWork(CUstream hstream, uintptr_t dst, uintptr_t src, size_t n,
       }
     }
     work();
+    g_work_done.fetch_add(1);
   });
 }
 
@@ -972,6 +974,10 @@ HALSIM_EXPORT uint64_t halsim_cuda_host_functions_run(void) {
 }
 HALSIM_EXPORT uint64_t halsim_cuda_api_violations(void) {
   return g_violations.load();
+}
+
+HALSIM_EXPORT uint64_t halsim_cuda_stream_work_done(void) {
+  return g_work_done.load();
 }
 
 HALSIM_EXPORT void halsim_cuda_pause_host_functions(int paused) {
