@@ -25,6 +25,7 @@ bool IsBarrier(const Command& c) {
 
 void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
                  size_t pattern_length) {
+  if (length == 0) return;  // `p` may be null for an empty range
   if (pattern_length == 1) {
     std::memset(p, static_cast<int>(pattern & 0xFF), length);
     return;

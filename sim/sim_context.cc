@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 
 namespace hal::sim {
@@ -48,7 +49,14 @@ uint64_t SimContext::DrawDuration() {
   return d;
 }
 
-void SimContext::Trace(const std::string& line) {
+TraceLine::TraceLine(SimContext& context)
+    : context_(context), line_(context.trace_scratch_) {
+  line_.clear();
+}
+
+TraceLine::~TraceLine() { context_.Trace(line_); }
+
+void SimContext::Trace(std::string_view line) {
   for (unsigned char c : line) {
     trace_hash_ ^= c;
     trace_hash_ *= 0x100000001b3ull;
@@ -56,7 +64,7 @@ void SimContext::Trace(const std::string& line) {
   trace_hash_ ^= '\n';
   trace_hash_ *= 0x100000001b3ull;
   ++trace_count_;
-  if (!trace_path_.empty()) trace_lines_.push_back(line);
+  if (!trace_path_.empty()) trace_lines_.emplace_back(line);
 }
 
 namespace {
@@ -73,66 +81,83 @@ const char* Kind(const SimAccess& a) {
 
 Status SimContext::BeginAccess(uint64_t op_id, const std::string& op_name,
                                const std::vector<SimAccess>& accesses) {
+  if (accesses.empty()) return OkStatus();
   Status hazard;
   if (checking_) {
-    for (const InFlight& other : in_flight_) {
-      for (const SimAccess& b : other.accesses) {
-        for (const SimAccess& a : accesses) {
-          if (!Overlaps(a, b) || (!a.write && !b.write && !a.free && !b.free)) continue;
-          char buf[512];
-          std::snprintf(
-              buf, sizeof(buf),
-              "hazard: %s/%s on buffer #%llu [%llu, +%llu) between %s#%llu and "
-              "%s#%llu, which are in flight together (no semaphore path orders "
-              "them)",
-              Kind(b), Kind(a), (unsigned long long)a.buffer_id,
-              (unsigned long long)a.offset, (unsigned long long)a.length,
-              other.name.c_str(), (unsigned long long)other.op_id,
-              op_name.c_str(), (unsigned long long)op_id);
-          Report(buf);
-          if (hazard.ok()) hazard = FailedPreconditionError("%s", buf);
+    for (const SimAccess& a : accesses) {
+      auto it = by_buffer_.find(a.buffer_id);
+      if (it == by_buffer_.end()) continue;
+      for (const Holder& h : it->second) {
+        const SimAccess& b = h.access;
+        if (h.op_id == op_id || !Overlaps(a, b) ||
+            (!a.write && !b.write && !a.free && !b.free)) {
+          continue;
         }
+        char buf[512];
+        std::snprintf(
+            buf, sizeof(buf),
+            "hazard: %s/%s on buffer #%llu [%llu, +%llu) between %s#%llu and "
+            "%s#%llu, which are in flight together (no semaphore path orders "
+            "them)",
+            Kind(b), Kind(a), (unsigned long long)a.buffer_id,
+            (unsigned long long)a.offset, (unsigned long long)a.length,
+            in_flight_[h.op_id].name.c_str(), (unsigned long long)h.op_id,
+            op_name.c_str(), (unsigned long long)op_id);
+        Report(buf);
+        if (hazard.ok()) hazard = FailedPreconditionError("%s", buf);
       }
     }
   }
-  in_flight_.push_back(InFlight{op_id, op_name, accesses});
+  InFlightOp& op = in_flight_[op_id];
+  op.name = op_name;
+  for (const SimAccess& a : accesses) {
+    by_buffer_[a.buffer_id].push_back(Holder{op_id, a});
+    op.buffer_ids.push_back(a.buffer_id);
+  }
   return hazard;
 }
 
 void SimContext::EndAccess(uint64_t op_id) {
-  for (size_t i = 0; i < in_flight_.size(); ++i) {
-    if (in_flight_[i].op_id == op_id) {
-      in_flight_.erase(in_flight_.begin() + i);
-      return;
-    }
+  auto it = in_flight_.find(op_id);
+  if (it == in_flight_.end()) return;
+  for (uint64_t id : it->second.buffer_ids) {
+    auto b = by_buffer_.find(id);
+    if (b == by_buffer_.end()) continue;
+    auto& v = b->second;
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [&](const Holder& h) { return h.op_id == op_id; }),
+            v.end());
+    if (v.empty()) by_buffer_.erase(b);
   }
+  in_flight_.erase(it);
 }
 
 Status SimContext::CheckHostAccess(uint64_t buffer_id, DeviceSize offset,
                                    DeviceSize length, bool write) {
   if (!checking_) return OkStatus();
+  auto it = by_buffer_.find(buffer_id);
+  if (it == by_buffer_.end()) return OkStatus();
   SimAccess host{nullptr, buffer_id, offset, length, write, false};
-  for (const InFlight& other : in_flight_) {
-    for (const SimAccess& b : other.accesses) {
-      if (!Overlaps(host, b) || (!write && !b.write && !b.free)) continue;
-      char buf[512];
-      std::snprintf(buf, sizeof(buf),
-                    "hazard: host %s of buffer #%llu [%llu, +%llu) while "
-                    "in-flight %s#%llu %ss it",
-                    write ? "write mapping" : "read mapping",
-                    (unsigned long long)buffer_id, (unsigned long long)offset,
-                    (unsigned long long)length, other.name.c_str(),
-                    (unsigned long long)other.op_id, Kind(b));
-      Report(buf);
-      return FailedPreconditionError("%s", buf);
-    }
+  for (const Holder& h : it->second) {
+    const SimAccess& b = h.access;
+    if (!Overlaps(host, b) || (!write && !b.write && !b.free)) continue;
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "hazard: host %s of buffer #%llu [%llu, +%llu) while "
+                  "in-flight %s#%llu %ss it",
+                  write ? "write mapping" : "read mapping",
+                  (unsigned long long)buffer_id, (unsigned long long)offset,
+                  (unsigned long long)length, in_flight_[h.op_id].name.c_str(),
+                  (unsigned long long)h.op_id, Kind(b));
+    Report(buf);
+    return FailedPreconditionError("%s", buf);
   }
   return OkStatus();
 }
 
 void SimContext::Report(const std::string& report) {
   reports_.push_back(report);
-  Trace("report " + report);
+  TraceLine(*this) << "report " << report;
 }
 
 Status SimContext::OnAllocate(DeviceSize size) {
@@ -140,21 +165,21 @@ Status SimContext::OnAllocate(DeviceSize size) {
   bool fail = faults_.fail_alloc == allocations_ ||
               fault_random_.Chance(faults_.alloc_fail_ppm);
   if (!fail) return OkStatus();
-  Trace("fault alloc#" + std::to_string(allocations_));
+  TraceLine(*this) << "fault alloc#" << allocations_;
   return ResourceExhaustedError(
       "injected fault: allocation #%llu (%llu bytes) failed (seed %llu)",
       (unsigned long long)allocations_, (unsigned long long)size,
       (unsigned long long)seed_);
 }
 
-Status SimContext::OnRunOp(const std::string& op_name) {
+Status SimContext::OnRunOp(const char* op_name, uint64_t op_id) {
   ++ops_run_;
   bool fail = faults_.fail_op == ops_run_ || fault_random_.Chance(faults_.op_fail_ppm);
   if (!fail) return OkStatus();
-  Trace("fault op#" + std::to_string(ops_run_));
-  return InternalError("injected fault: operation #%llu (%s) failed (seed %llu)",
-                       (unsigned long long)ops_run_, op_name.c_str(),
-                       (unsigned long long)seed_);
+  TraceLine(*this) << "fault op#" << ops_run_;
+  return InternalError("injected fault: operation #%llu (%s#%llu) failed (seed %llu)",
+                       (unsigned long long)ops_run_, op_name,
+                       (unsigned long long)op_id, (unsigned long long)seed_);
 }
 
 }  // namespace hal::sim

@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <charconv>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hal/buffer.h"
@@ -67,6 +70,31 @@ struct SimFaultPlan {
   }
 };
 
+class SimContext;
+
+// Builds one trace line in the context's reusable buffer (no allocation
+// once warm) and records it when destroyed. Use with the context lock held.
+class TraceLine {
+ public:
+  explicit TraceLine(SimContext& context);
+  ~TraceLine();
+  TraceLine& operator<<(std::string_view text) {
+    line_.append(text);
+    return *this;
+  }
+  TraceLine& operator<<(const char* text) { return *this << std::string_view(text); }
+  TraceLine& operator<<(uint64_t value) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof(buf), value);
+    line_.append(buf, r.ptr);
+    return *this;
+  }
+
+ private:
+  SimContext& context_;
+  std::string& line_;
+};
+
 class SimContext {
  public:
   SimContext(uint64_t seed, bool checking, SimFaultPlan faults,
@@ -90,7 +118,7 @@ class SimContext {
 
   // Trace: every host call and device event, in order. The hash is FNV-1a
   // over the lines.
-  void Trace(const std::string& line);
+  void Trace(std::string_view line);
   uint64_t trace_hash() const { return trace_hash_; }
   size_t trace_size() const { return trace_count_; }
   const std::vector<std::string>& trace_lines() const { return trace_lines_; }
@@ -113,7 +141,7 @@ class SimContext {
   // Counts an allocation; RESOURCE_EXHAUSTED when the plan fails it.
   Status OnAllocate(DeviceSize size);
   // Counts an op about to run; its injected failure, if any.
-  Status OnRunOp(const std::string& op_name);
+  Status OnRunOp(const char* op_name, uint64_t op_id);
   bool DrawSlow() { return fault_random_.Chance(faults_.slow_ppm); }
   // Device loss: OK while alive.
   const Status& lost() const { return lost_; }
@@ -122,10 +150,16 @@ class SimContext {
   }
 
  private:
-  struct InFlight {
+  // The checker's table, indexed by buffer so that an op is compared only
+  // with in-flight ops on the same buffers (insertion order kept, so reports
+  // are deterministic).
+  struct Holder {
     uint64_t op_id;
+    SimAccess access;
+  };
+  struct InFlightOp {
     std::string name;
-    std::vector<SimAccess> accesses;
+    std::vector<uint64_t> buffer_ids;
   };
 
   const uint64_t seed_;
@@ -137,9 +171,12 @@ class SimContext {
   uint64_t buffer_ids_ = 0;
   uint64_t trace_hash_ = 0xcbf29ce484222325ull;
   size_t trace_count_ = 0;
+  friend class TraceLine;
+  std::string trace_scratch_;
   std::string trace_path_;
   std::vector<std::string> trace_lines_;  // kept only when tracing to a file
-  std::vector<InFlight> in_flight_;
+  std::unordered_map<uint64_t, std::vector<Holder>> by_buffer_;
+  std::unordered_map<uint64_t, InFlightOp> in_flight_;
   std::vector<std::string> reports_;
   SimFaultPlan faults_;
   uint64_t allocations_ = 0;

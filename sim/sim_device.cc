@@ -133,8 +133,7 @@ StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(uint64_t initial_value) 
   {
     std::lock_guard<std::mutex> lock(context_->mutex());
     id = context_->NextBufferId();  // one id space for buffers and semaphores
-    context_->Trace("create semaphore s" + std::to_string(id) + "=" +
-                    std::to_string(initial_value));
+    TraceLine(*context_) << "create semaphore s" << id << "=" << initial_value;
   }
   return Ref<Semaphore>::Adopt(new SimSemaphore(initial_value, id));
 }
@@ -143,16 +142,20 @@ StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
   return CreateSimExecutableCache(options_.workers);
 }
 
-std::string SimDevice::SemaphoreLabel(Semaphore* semaphore) {
+void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
   if (auto* s = dynamic_cast<SimSemaphore*>(semaphore)) {
-    return "s" + std::to_string(s->id());
+    line << "s" << s->id();
+    return;
   }
   for (const auto& [sem, id] : foreign_semaphores_) {
-    if (sem.get() == semaphore) return "x" + std::to_string(id);
+    if (sem.get() == semaphore) {
+      line << "x" << id;
+      return;
+    }
   }
   uint64_t id = foreign_semaphores_.size() + 1;
   foreign_semaphores_.emplace_back(Ref<Semaphore>(semaphore), id);
-  return "x" + std::to_string(id);
+  line << "x" << id;
 }
 
 std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity,
@@ -168,23 +171,23 @@ void SimDevice::Submit(std::unique_ptr<SimOp> op) {
   {
     std::lock_guard<std::mutex> lock(context_->mutex());
     op->id = ++next_op_id_;
-    std::string line = "submit " + std::string(op->name) + "#" +
-                       std::to_string(op->id) + " q" + std::to_string(op->queue) +
-                       " wait[";
+    TraceLine line(*context_);
+    line << "submit " << op->name << "#" << op->id << " q"
+         << static_cast<uint64_t>(op->queue) << " wait[";
     for (auto& [sem, value] : op->waits) {
-      line += SemaphoreLabel(sem.get()) + ">=" + std::to_string(value) + " ";
+      AppendSemaphore(line, sem.get());
+      line << ">=" << value << " ";
     }
-    line += "] signal[";
+    line << "] signal[";
     for (auto& [sem, value] : op->signals) {
-      line += SemaphoreLabel(sem.get()) + "=" + std::to_string(value) + " ";
+      AppendSemaphore(line, sem.get());
+      line << "=" << value << " ";
     }
-    line += "]";
+    line << "]";
     for (const SimAccess& a : op->accesses) {
-      line += " " + std::string(a.free ? "F" : a.write ? "W" : "R") + "#" +
-              std::to_string(a.buffer_id) + "[" + std::to_string(a.offset) + "+" +
-              std::to_string(a.length) + "]";
+      line << (a.free ? " F#" : a.write ? " W#" : " R#") << a.buffer_id << "["
+           << a.offset << "+" << a.length << "]";
     }
-    context_->Trace(line);
   }
   scheduler_->Submit(std::move(op));
 }

@@ -81,7 +81,8 @@ class SimDevice final : public Device {
   std::unique_ptr<SimOp> NewOp(const char* name, QueueAffinity affinity,
                                SemaphoreList wait, SemaphoreList signal);
   void Submit(std::unique_ptr<SimOp> op);
-  std::string SemaphoreLabel(Semaphore* semaphore);
+  // Names a semaphore in the trace by a stable per-device id.
+  void AppendSemaphore(TraceLine& line, Semaphore* semaphore);
 
   SimDeviceOptions options_;
   std::shared_ptr<SimContext> context_;

@@ -1,5 +1,6 @@
 #include "sim/sim_scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -25,10 +26,6 @@ void FinishSimOp(SimOp& op, const Status& status) {
 
 namespace {
 
-std::string OpLabel(const SimOp& op) {
-  return std::string(op.name) + "#" + std::to_string(op.id);
-}
-
 // An op plus the bookkeeping of its pending waits. Owned by shared_ptr so
 // that timepoint callbacks racing with shutdown keep it alive.
 struct Entry {
@@ -36,6 +33,7 @@ struct Entry {
   std::mutex mutex;  // guards the four fields below
   int pending = 0;
   bool dispatched = false;  // handed on (all waits met, or one failed)
+  bool waits_cancelled = false;  // CancelWaits ran; later ids cancel at once
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
@@ -44,6 +42,13 @@ struct Entry {
   bool began = false;  // registered with the checker
   Status hazard;
 };
+
+// Heap order for the deterministic scheduler: earliest completion first,
+// ties broken by start order.
+bool CompletesLater(const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+  return a->complete_at != b->complete_at ? a->complete_at > b->complete_at
+                                          : a->start_seq > b->start_seq;
+}
 
 // The state shared with timepoint callbacks, guarded by the context's mutex
 // (one lock for the scheduler, the checker, the clock and the trace).
@@ -60,7 +65,8 @@ struct Core {
   std::condition_variable idle_cv;
   std::vector<std::deque<std::shared_ptr<Entry>>> queues;  // threaded: ready
   std::vector<std::shared_ptr<Entry>> ready;    // deterministic: not started
-  std::vector<std::shared_ptr<Entry>> running;  // deterministic: started
+  // Deterministic: started, a min-heap on (complete_at, start_seq).
+  std::vector<std::shared_ptr<Entry>> running;
   std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
   size_t in_flight = 0;
   bool stopping = false;
@@ -126,8 +132,17 @@ struct Core {
         self->WaitResolved(entry, status);
       });
       if (id) {
-        std::lock_guard<std::mutex> lock(entry->mutex);
-        entry->timepoints.emplace_back(sem.get(), id);
+        bool cancel_now;
+        {
+          std::lock_guard<std::mutex> lock(entry->mutex);
+          // A failed earlier wait may have dispatched the op, and a worker
+          // may already have run and cancelled its waits: this timepoint
+          // came too late to be in that list, so it goes now (else it would
+          // keep the entry, and through it this semaphore, alive forever).
+          cancel_now = entry->waits_cancelled;
+          if (!cancel_now) entry->timepoints.emplace_back(sem.get(), id);
+        }
+        if (cancel_now) sem->CancelTimepoint(id);
       }
     }
     WaitResolved(entry, OkStatus());  // the +1 taken above
@@ -138,6 +153,7 @@ struct Core {
     {
       std::lock_guard<std::mutex> lock(entry.mutex);
       ids.swap(entry.timepoints);
+      entry.waits_cancelled = true;
     }
     for (auto& [sem, id] : ids) sem->CancelTimepoint(id);
   }
@@ -160,7 +176,10 @@ struct Core {
       }
       running.clear();
       for (auto& q : queues) q.clear();
-      for (auto& e : left) ctx->Trace("abandon " + OpLabel(*e->op) + " " + status.ToString());
+      for (auto& e : left) {
+        TraceLine(*ctx) << "abandon " << e->op->name << "#" << e->op->id << " "
+                        << status.ToString();
+      }
     }
     for (auto& e : left) {
       CancelWaits(*e);
@@ -193,7 +212,7 @@ struct Core {
     Status fault;
     {
       std::lock_guard<std::mutex> lock(mutex());
-      fault = ctx->OnRunOp(OpLabel(op));
+      fault = ctx->OnRunOp(op.name, op.id);
     }
     if (!fault.ok()) return fault;
     return op.run ? op.run() : OkStatus();
@@ -206,7 +225,7 @@ struct Core {
       ctx->LoseDevice(DataLossError(
           "simulated device loss at virtual time %llu ns (seed %llu)",
           (unsigned long long)at, (unsigned long long)ctx->seed()));
-      ctx->Trace("device lost at t=" + std::to_string(ctx->now_ns()));
+      TraceLine(*ctx) << "device lost at t=" << ctx->now_ns();
     }
   }
 
@@ -216,8 +235,14 @@ struct Core {
     {
       std::lock_guard<std::mutex> lock(mutex());
       if (entry->began) ctx->EndAccess(entry->op->id);
-      ctx->Trace("t=" + std::to_string(ctx->now_ns()) + " complete " +
-                 OpLabel(*entry->op) + " " + status.ToString());
+      TraceLine line(*ctx);
+      line << "t=" << ctx->now_ns() << " complete " << entry->op->name << "#"
+           << entry->op->id << " ";
+      if (status.ok()) {
+        line << "OK";
+      } else {
+        line << status.ToString();
+      }
       lost = ctx->lost();
     }
     FinishSimOp(*entry->op, status);
@@ -368,8 +393,9 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
       if (core.joined) return false;
       while (!core.ready.empty()) {
         size_t i = ctx.schedule_random().Below(core.ready.size());
-        std::shared_ptr<Entry> e = core.ready[i];
-        core.ready.erase(core.ready.begin() + i);
+        std::shared_ptr<Entry> e = std::move(core.ready[i]);
+        core.ready[i] = std::move(core.ready.back());
+        core.ready.pop_back();
         bool waits_ok;
         {
           std::lock_guard<std::mutex> elock(e->mutex);
@@ -377,23 +403,16 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         }
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
-        ctx.Trace("t=" + std::to_string(ctx.now_ns()) + " start " + OpLabel(*e->op) +
-                  " q" + std::to_string(e->op->queue) + " until " +
-                  std::to_string(e->complete_at));
+        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name << "#"
+                       << e->op->id << " q" << static_cast<uint64_t>(e->op->queue)
+                       << " until " << e->complete_at;
         core.running.push_back(std::move(e));
+        std::push_heap(core.running.begin(), core.running.end(), CompletesLater);
       }
       if (core.running.empty()) return false;
-      size_t best = 0;
-      for (size_t i = 1; i < core.running.size(); ++i) {
-        const auto& a = core.running[i];
-        const auto& b = core.running[best];
-        if (a->complete_at < b->complete_at ||
-            (a->complete_at == b->complete_at && a->start_seq < b->start_seq)) {
-          best = i;
-        }
-      }
-      entry = core.running[best];
-      core.running.erase(core.running.begin() + best);
+      std::pop_heap(core.running.begin(), core.running.end(), CompletesLater);
+      entry = std::move(core.running.back());
+      core.running.pop_back();
       core.live.erase(entry->op->id);
       ctx.AdvanceTo(entry->complete_at);
       core.CheckLoss();
