@@ -12,6 +12,7 @@
 
 #include "benchmarks/bench_common.h"
 #include "hal/command_buffer.h"
+#include "hal/executable.h"
 
 namespace hal::bench {
 namespace {
@@ -39,6 +40,16 @@ struct PackedCopy {
 struct PackedUpdate {
   uint64_t buffer, offset, length;
   uint32_t opcode, pad;
+};
+// A dispatch of a function with 1 constant and 4 bindings.
+struct PackedDispatch4 {
+  uint64_t executable;
+  uint32_t opcode, entry_point;
+  uint32_t workgroup_count[3];
+  uint32_t constant;
+  struct {
+    uint64_t buffer, offset, length;
+  } bindings[4];
 };
 
 template <typename T>
@@ -116,6 +127,28 @@ void BM_Baseline_VectorAppendUpdate(benchmark::State& state) {
       cmd.offset = (i & 63) * 256;
       AppendBytes(out, cmd);
       out.insert(out.end(), payload, payload + kUpdateBytes);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  ReportNsPerCommand(state);
+}
+
+void BM_Baseline_VectorAppendDispatch4(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  PackedDispatch4 cmd{};
+  cmd.executable = 0x4000;
+  cmd.opcode = 4;
+  cmd.entry_point = 14;
+  cmd.workgroup_count[0] = cmd.workgroup_count[1] = cmd.workgroup_count[2] = 1;
+  cmd.constant = 64;
+  for (int b = 0; b < 4; ++b) {
+    cmd.bindings[b] = {0x1000u + 0x1000u * b, 0, 256};
+  }
+  for (auto _ : state) {
+    std::vector<uint8_t> out;
+    for (int64_t i = 0; i < n; ++i) {
+      for (auto& b : cmd.bindings) b.offset = (i & 63) * 256;
+      AppendBytes(out, cmd);
     }
     benchmark::DoNotOptimize(out.data());
   }
@@ -200,6 +233,45 @@ void BM_Record_FillSlot(benchmark::State& state) {
   ReportNsPerCommand(state);
 }
 
+// A dispatch of the test kernel `sum3` (1 constant, 4 bindings: 3 read-only,
+// 1 written) over 4 direct buffer ranges, as the copy and fill above.
+void BM_Record_Dispatch4(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  HAL_BENCH_ASSIGN(state, Ref<Executable> exe, TestKernels());
+  HAL_BENCH_ASSIGN(state, uint32_t entry, exe->LookupFunction("sum3"));
+  Ref<Buffer> buffers[4];
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  params.usage = BufferUsage::kDispatchStorage;
+  for (auto& b : buffers) {
+    HAL_BENCH_ASSIGN(state, b,
+                     GetDevice()->allocator()->AllocateBuffer(params, 1 << 16));
+  }
+  const uint32_t constants[1] = {64};
+  BufferRef bindings[4];
+  DispatchParams dispatch;
+  dispatch.executable = exe.get();
+  dispatch.entry_point = entry;
+  dispatch.constants = constants;
+  dispatch.bindings = bindings;
+  for (auto _ : state) {
+    HAL_BENCH_ASSIGN(
+        state, Ref<CommandBuffer> cb,
+        GetDevice()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                         CommandCategory::kDispatch, 1, 0));
+    HAL_BENCH_CHECK(state, cb->Begin());
+    for (int64_t i = 0; i < n; ++i) {
+      const DeviceSize offset = (i & 63) * 256;
+      for (int b = 0; b < 4; ++b) {
+        bindings[b] = BufferRef::Direct(buffers[b].get(), offset, 256);
+      }
+      HAL_BENCH_CHECK(state, cb->Dispatch(dispatch));
+    }
+    HAL_BENCH_CHECK(state, cb->End());
+  }
+  ReportNsPerCommand(state);
+}
+
 #define HAL_RECORD_SIZES ->Arg(10)->Arg(1000)->Arg(100000)
 BENCHMARK(BM_Baseline_VectorAppendFill) HAL_RECORD_SIZES;
 BENCHMARK(BM_Record_Fill) HAL_RECORD_SIZES;
@@ -208,10 +280,9 @@ BENCHMARK(BM_Baseline_VectorAppendCopy) HAL_RECORD_SIZES;
 BENCHMARK(BM_Record_Copy) HAL_RECORD_SIZES;
 BENCHMARK(BM_Baseline_VectorAppendUpdate) HAL_RECORD_SIZES;
 BENCHMARK(BM_Record_Update) HAL_RECORD_SIZES;
+BENCHMARK(BM_Baseline_VectorAppendDispatch4) HAL_RECORD_SIZES;
+BENCHMARK(BM_Record_Dispatch4) HAL_RECORD_SIZES;
 #undef HAL_RECORD_SIZES
-
-// Dispatch with 4 bindings: pending until hal/executable.h and
-// CommandBuffer::Dispatch land (the executables issue).
 
 }  // namespace
 }  // namespace hal::bench

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "hal/driver.h"
+#if HAL_BENCH_HAVE_TEST_KERNELS
+#include "hal/cts/test_kernels.h"
+#endif
 
 namespace hal::bench {
 namespace {
@@ -17,7 +20,45 @@ Ref<Device>& MutableDevice() {
   static Ref<Device> device;
   return device;
 }
+std::vector<std::function<void()>>& TeardownHooks() {
+  static std::vector<std::function<void()>> hooks;
+  return hooks;
+}
 }  // namespace
+
+void AtTeardown(std::function<void()> fn) {
+  TeardownHooks().push_back(std::move(fn));
+}
+
+StatusOr<Ref<Executable>> PrepareTestKernels(ExecutableCache* cache) {
+#if HAL_BENCH_HAVE_TEST_KERNELS
+  std::string tried;
+  for (ExecutableFormat format : cts::ProducedTestKernelFormats()) {
+    tried += std::string(" ") + ExecutableFormatName(format);
+    if (!cache->CanPrepareFormat(format)) continue;
+    HAL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                         cts::ReadTestKernels(format));
+    ExecutableParams params;
+    params.data = bytes;
+    return cache->Prepare(params);
+  }
+  return UnimplementedError(
+      "the device prepares none of the produced test-kernel formats:%s",
+      tried.c_str());
+#else
+  return NotFoundError("this build has no test kernels (HAL_BUILD_TESTS off)");
+#endif
+}
+
+StatusOr<Ref<Executable>> TestKernels() {
+  static Ref<Executable> exe;
+  if (exe) return exe;
+  HAL_ASSIGN_OR_RETURN(Ref<ExecutableCache> cache,
+                       GetDevice()->CreateExecutableCache());
+  HAL_ASSIGN_OR_RETURN(exe, PrepareTestKernels(cache.get()));
+  AtTeardown([] { exe.reset(); });
+  return exe;
+}
 
 const std::string& DeviceUri() { return MutableUri(); }
 
@@ -27,7 +68,7 @@ void SkipWithStatus(benchmark::State& state, const Status& status) {
   state.SkipWithError(status.ToString().c_str());
 }
 
-int BenchMain(int argc, char** argv) {
+int BenchMain(int argc, char** argv, void (*register_fn)()) {
   if (const char* env = std::getenv("HAL_BENCH_DEVICE"); env && *env) {
     MutableUri() = env;
   }
@@ -56,8 +97,11 @@ int BenchMain(int argc, char** argv) {
   MutableDevice() = std::move(device).value();
   benchmark::AddCustomContext("hal_device", DeviceUri());
   benchmark::AddCustomContext("hal_driver", GetDevice()->info().driver);
+  if (register_fn) register_fn();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  for (auto& fn : TeardownHooks()) fn();
+  TeardownHooks().clear();
   MutableDevice().reset();
   return 0;
 }

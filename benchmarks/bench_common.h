@@ -13,9 +13,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <string>
 
 #include "hal/device.h"
+#include "hal/executable.h"
 #include "hal/status.h"
 
 namespace hal::bench {
@@ -26,8 +28,21 @@ const std::string& DeviceUri();
 // The device of this process. Only valid inside a benchmark.
 Device* GetDevice();
 
-// Parses --device, creates the device, runs the benchmarks, tears down.
-int BenchMain(int argc, char** argv);
+// Parses --device, creates the device, calls `register_fn` (if any: it may
+// register benchmarks that depend on the device), runs the benchmarks, runs
+// the teardown hooks, tears down.
+int BenchMain(int argc, char** argv, void (*register_fn)() = nullptr);
+
+// Runs `fn` after the last benchmark, before the device is destroyed (for
+// state a benchmark keeps across its runs: extra devices, large buffers).
+void AtTeardown(std::function<void()> fn);
+
+// The test-kernel library (hal/cts/kernels/), prepared once on this
+// process's device in the first produced format the device can prepare.
+// NOT_FOUND when this build has no test kernels (tests not built).
+StatusOr<Ref<Executable>> TestKernels();
+// The same, prepared through `cache` (not memoized).
+StatusOr<Ref<Executable>> PrepareTestKernels(ExecutableCache* cache);
 
 // Stops the benchmark with the status as the error message.
 void SkipWithStatus(benchmark::State& state, const Status& status);
@@ -59,4 +74,10 @@ void SkipWithStatus(benchmark::State& state, const Status& status);
 #define HAL_BENCH_MAIN()                        \
   int main(int argc, char** argv) {             \
     return ::hal::bench::BenchMain(argc, argv); \
+  }
+
+// HAL_BENCH_MAIN with a registration function run once the device exists.
+#define HAL_BENCH_MAIN_WITH(register_fn)                      \
+  int main(int argc, char** argv) {                           \
+    return ::hal::bench::BenchMain(argc, argv, register_fn); \
   }

@@ -1,5 +1,7 @@
 #include "drivers/cuda/cuda_api.h"
 
+#include <string>
+
 #include "drivers/cuda/cuda_status.h"
 
 namespace hal::cuda {
@@ -238,6 +240,64 @@ Status CudaApi::MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
     default:
       return InvalidArgumentError("fill pattern of %zu bytes", pattern_length);
   }
+  return OkStatus();
+}
+
+bool CudaApi::SupportsModules() const {
+  return syms_->cuModuleLoadDataEx && syms_->cuModuleUnload &&
+         syms_->cuModuleGetFunction && syms_->cuLaunchKernel;
+}
+
+Status CudaApi::ModuleLoad(std::span<const uint8_t> image,
+                           gpu::GpuModule* out) {
+  if (!SupportsModules()) {
+    return UnimplementedError(
+        "cuda: the library lacks cuModuleLoadDataEx, cuModuleUnload, "
+        "cuModuleGetFunction or cuLaunchKernel");
+  }
+  // PTX is NUL-terminated text for cuModuleLoadDataEx; the file holds it
+  // without the NUL.
+  std::string ptx(reinterpret_cast<const char*>(image.data()), image.size());
+  // The JIT log names the line of a PTX error.
+  char error_log[4096] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {error_log,
+                    reinterpret_cast<void*>(uintptr_t{sizeof(error_log)})};
+  HAL_CUDA_SCOPE();
+  CUmodule module = nullptr;
+  CU(cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values),
+     "loading %zu bytes of PTX%s%s", ptx.size(), error_log[0] ? ": " : "",
+     error_log);
+  *out = module;
+  return OkStatus();
+}
+
+Status CudaApi::ModuleUnload(gpu::GpuModule module) {
+  HAL_CUDA_SCOPE();
+  CU(cuModuleUnload(static_cast<CUmodule>(module)), "%s", "");
+  return OkStatus();
+}
+
+Status CudaApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
+                                  gpu::GpuFunction* out) {
+  HAL_CUDA_SCOPE();
+  CUfunction function = nullptr;
+  CU(cuModuleGetFunction(&function, static_cast<CUmodule>(module), name),
+     "export '%s'", name);
+  *out = function;
+  return OkStatus();
+}
+
+Status CudaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
+                             const uint32_t block[3], uint32_t shared_memory,
+                             gpu::GpuStream stream, void** params) {
+  HAL_CUDA_SCOPE();
+  CU(cuLaunchKernel(static_cast<CUfunction>(function), grid[0], grid[1],
+                    grid[2], block[0], block[1], block[2], shared_memory,
+                    AsStream(stream), params, nullptr),
+     "grid [%u, %u, %u] of blocks [%u, %u, %u]", grid[0], grid[1], grid[2],
+     block[0], block[1], block[2]);
   return OkStatus();
 }
 

@@ -52,6 +52,18 @@ class CudaApi final : public gpu::GpuApi {
   Status MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
                      size_t pattern_length, size_t count,
                      gpu::GpuStream stream) override;
+  ExecutableFormat module_format() const override {
+    return ExecutableFormat::kCudaPtx;
+  }
+  bool SupportsModules() const override;
+  Status ModuleLoad(std::span<const uint8_t> image,
+                    gpu::GpuModule* out) override;
+  Status ModuleUnload(gpu::GpuModule module) override;
+  Status ModuleGetFunction(gpu::GpuModule module, const char* name,
+                           gpu::GpuFunction* out) override;
+  Status LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
+                      const uint32_t block[3], uint32_t shared_memory,
+                      gpu::GpuStream stream, void** params) override;
 
  private:
   CudaApi(std::shared_ptr<const CudaSymbols> syms, CUdevice device)

@@ -19,8 +19,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
+#include "hal/executable.h"
 #include "hal/status.h"
 
 namespace hal::gpu {
@@ -86,6 +88,26 @@ class GpuApi {
   virtual Status MemsetAsync(GpuDevicePtr dst, uint32_t pattern,
                              size_t pattern_length, size_t count,
                              GpuStream stream) = 0;
+
+  // Modules and kernel launches (executables and dispatch). The module
+  // format is the API's (PTX for CUDA, HSACO for HIP); SupportsModules is
+  // false when the library lacks the entry points, and then the others are
+  // UNIMPLEMENTED.
+  virtual ExecutableFormat module_format() const = 0;
+  virtual bool SupportsModules() const = 0;
+  // `image` is the module as the executable file holds it (PTX text without
+  // its terminating NUL, which the implementation adds).
+  virtual Status ModuleLoad(std::span<const uint8_t> image, GpuModule* out) = 0;
+  virtual Status ModuleUnload(GpuModule module) = 0;
+  // NOT_FOUND-like API errors when the module has no such kernel.
+  virtual Status ModuleGetFunction(GpuModule module, const char* name,
+                                   GpuFunction* out) = 0;
+  // Enqueues `function` over a grid of `grid` blocks of `block` threads with
+  // `shared_memory` bytes of dynamic shared memory. `params` holds one
+  // pointer per kernel parameter, read during the call.
+  virtual Status LaunchKernel(GpuFunction function, const uint32_t grid[3],
+                              const uint32_t block[3], uint32_t shared_memory,
+                              GpuStream stream, void** params) = 0;
 };
 
 }  // namespace hal::gpu

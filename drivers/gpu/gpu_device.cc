@@ -1,5 +1,6 @@
 #include "drivers/gpu/gpu_device.h"
 
+#include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_semaphore.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
 
@@ -264,6 +265,10 @@ Status GpuDevice::QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
 
 Status GpuDevice::WaitIdleImpl(Timeout timeout) {
   return pending_->WaitIdle(timeout);
+}
+
+StatusOr<Ref<ExecutableCache>> GpuDevice::CreateExecutableCacheImpl() {
+  return CreateGpuExecutableCache(api_);
 }
 
 }  // namespace hal::gpu

@@ -62,6 +62,7 @@ class GpuDevice final : public Device {
   Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                            SemaphoreList signal, HostCallFn fn) override;
   Status WaitIdleImpl(Timeout timeout) override;
+  StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
 
  private:
   GpuDevice(DeviceInfo info, Ref<GpuAllocator> allocator,

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "drivers/gpu/gpu_allocator.h"
+#include "drivers/gpu/gpu_executable.h"
 
 namespace hal::gpu {
 
@@ -63,10 +64,7 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                  DeviceAddress(t, "copy target"));
             return api->MemcpyAsync(dst, src, c.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
-            return UnimplementedError(
-                "%s: dispatch is not implemented by the GPU stream command "
-                "buffer yet (docs/drivers/cuda.md)",
-                api->name());
+            return LaunchGpuDispatch(api, stream, c, table);
           } else {
             // Barriers, events and debug groups: the stream is in order.
             return OkStatus();

@@ -17,8 +17,9 @@ namespace hal::gpu {
 // ValidateSubmission against `table`) on `stream`. The command buffer and
 // the table's buffers must stay alive until the stream passes this work.
 // FAILED_PRECONDITION for a buffer whose memory is not there (freed, or a
-// queue_alloca not ordered before); UNIMPLEMENTED for a dispatch (see
-// docs/drivers/cuda.md); API errors as the API reports them.
+// queue_alloca not ordered before); dispatch errors as LaunchGpuDispatch
+// (gpu_executable.h) reports them; API errors as the API reports them. An
+// indirect dispatch blocks the caller until the stream reached it.
 Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                    const CommandBuffer& command_buffer,
                                    BindingTable table);

@@ -167,6 +167,28 @@ TEST_F(Dispatch, BindingSubRanges) {
   EXPECT_EQ(got[160], 0xEEEEEEEE);
 }
 
+TEST_F(Dispatch, FourBindings) {
+  // sum3: b3[i] = b0[i] + b1[i] + b2[i] for i < 100, three read-only inputs
+  // (one of them a sub-range) and one output.
+  U32s a(128), b(128), c(160);
+  for (uint32_t i = 0; i < 128; ++i) {
+    a[i] = i;
+    b[i] = 1000 * i;
+    c[i + 32] = 0xFFFFFFFFu;  // -1, wrapping
+  }
+  auto ba = U32Buffer(a), bb = U32Buffer(b), bc = U32Buffer(c);
+  auto out = Filled(128, 0xEEEEEEEE);
+  ASSERT_TRUE(ba && bb && bc && out);
+  CTS_ASSERT_OK(Run("sum3", {2}, {100},
+                    {BufferRef::Direct(ba.get()), BufferRef::Direct(bb.get()),
+                     BufferRef::Direct(bc.get(), 32 * 4, 128 * 4),
+                     BufferRef::Direct(out.get())}));
+  U32s got = Read(out.get());
+  for (uint32_t i = 0; i < 128; ++i) {
+    ASSERT_EQ(got[i], i < 100 ? 1001 * i - 1 : 0xEEEEEEEE) << "element " << i;
+  }
+}
+
 TEST_F(Dispatch, ThirtyTwoWorkgroupsWriteTheirIds) {
   for (Counts c : {Counts{32, 1, 1}, Counts{4, 4, 2}, Counts{1, 2, 16}}) {
     auto b = Filled(40, 0);

@@ -39,6 +39,7 @@ constexpr Expected kExpected[] = {
     {"store_at", 1, {1, 1, 1}, 1, "w"},
     {"load_at", 1, {1, 1, 1}, 1, "rw"},
     {"store_read_only", 1, {1, 1, 1}, 0, "r"},
+    {"sum3", 1, {64, 1, 1}, 1, "rrrw"},
 };
 constexpr size_t kExpectedCount = sizeof(kExpected) / sizeof(kExpected[0]);
 

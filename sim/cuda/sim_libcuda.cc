@@ -27,14 +27,21 @@
 //     late_event_ppm=P delays an event's completion by U us with probability
 //     P/10^6.
 //
-// Not simulated: kernels and modules (no cuModule*/cuLaunchKernel), graphs,
-// timing events, the legacy default stream. Scheduling is whatever the OS
-// gives the stream threads; it is not under the seed (only faults are).
+//   * Modules: PTX kernels run as the native build of the same test kernel,
+//     looked up by name (see "Modules and kernel launches" below).
+//
+// Not simulated: cubin images, graphs, timing events, the legacy default
+// stream. Scheduling is whatever the OS gives the stream threads; it is not
+// under the seed (only faults are).
 #include "sim/cuda/sim_libcuda.h"
 
 #include <cuda.h>
+#include <dirent.h>
+#include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +54,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "sim/sim_kernel_abi.h"
 
 #define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -335,6 +344,8 @@ const char* ErrorName(CUresult r) {
     N(CUDA_ERROR_INVALID_CONTEXT)
     N(CUDA_ERROR_INVALID_HANDLE)
     N(CUDA_ERROR_NOT_FOUND)
+    N(CUDA_ERROR_INVALID_IMAGE)
+    N(CUDA_ERROR_INVALID_PTX)
     N(CUDA_ERROR_NOT_READY)
     N(CUDA_ERROR_ILLEGAL_ADDRESS)
     N(CUDA_ERROR_LAUNCH_FAILED)
@@ -364,6 +375,14 @@ const char* ErrorString(CUresult r) {
       return "invalid resource handle";
     case CUDA_ERROR_NOT_READY:
       return "device not ready";
+    case CUDA_ERROR_NOT_FOUND:
+      return "named symbol not found";
+    case CUDA_ERROR_INVALID_IMAGE:
+      return "device kernel image is invalid";
+    case CUDA_ERROR_INVALID_PTX:
+      return "a PTX JIT compilation failed";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "operation not supported";
     case CUDA_ERROR_ILLEGAL_ADDRESS:
       return "an illegal memory access was encountered";
     case CUDA_ERROR_LAUNCH_FAILED:
@@ -889,6 +908,362 @@ HALSIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int ui,
 }
 
 // ---------------------------------------------------------------------------
+// Modules and kernel launches.
+//
+// A PTX module's kernels run as the native (sim-format) build of the same
+// test kernel: cuModuleLoadDataEx reads each `.entry NAME(...)` and its
+// parameter list from the PTX text, and looks NAME up in the native kernel
+// modules the build produces (build/<preset>/kernels/modules/*.sim.so,
+// compiled in as HALSIM_CUDA_KERNEL_MODULES_DIR; HALSIM_CUDA_KERNEL_DIR
+// overrides it). The PTX itself is never executed. cuLaunchKernel runs every
+// block of the grid, one after another, on the stream's thread, with each
+// pointer parameter bounded by the allocation it points into: an access
+// outside it is CUDA_ERROR_ILLEGAL_ADDRESS (sticky), as a GPU's memory fault.
+
+namespace {
+
+struct NativeKernels {
+  std::mutex mutex;
+  bool loaded = false;
+  std::vector<void*> handles;  // never closed: functions may still run
+};
+
+NativeKernels& Natives() {
+  static NativeKernels* natives = new NativeKernels();
+  return *natives;
+}
+
+std::string KernelModulesDir() {
+  if (const char* env = std::getenv("HALSIM_CUDA_KERNEL_DIR"); env && *env) {
+    return env;
+  }
+#ifdef HALSIM_CUDA_KERNEL_MODULES_DIR
+  return HALSIM_CUDA_KERNEL_MODULES_DIR;
+#else
+  return "";
+#endif
+}
+
+// The native kernel `name` and its info, or false.
+bool FindNativeKernel(const std::string& name, hal_sim_kernel_fn* fn,
+                      const hal_sim_kernel_info** info) {
+  NativeKernels& n = Natives();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  if (!n.loaded) {
+    n.loaded = true;
+    std::string dir = KernelModulesDir();
+    if (DIR* d = opendir(dir.c_str())) {
+      std::vector<std::string> files;
+      while (dirent* e = readdir(d)) {
+        std::string f = e->d_name;
+        if (f.size() > 7 && f.compare(f.size() - 7, 7, ".sim.so") == 0) {
+          files.push_back(dir + "/" + f);
+        }
+      }
+      closedir(d);
+      std::sort(files.begin(), files.end());
+      for (const std::string& f : files) {
+        if (void* h = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+          n.handles.push_back(h);
+        } else {
+          std::fprintf(stderr, "halsim_cuda: cannot load %s: %s\n", f.c_str(),
+                       dlerror());
+        }
+      }
+    }
+    if (n.handles.empty()) {
+      std::fprintf(stderr,
+                   "halsim_cuda: no native kernel modules (*.sim.so) in '%s'; "
+                   "set HALSIM_CUDA_KERNEL_DIR\n",
+                   dir.c_str());
+    }
+  }
+  std::string info_name = name + "__hal_sim_info";
+  for (void* h : n.handles) {
+    void* f = dlsym(h, name.c_str());
+    void* i = dlsym(h, info_name.c_str());
+    if (f && i) {
+      *fn = reinterpret_cast<hal_sim_kernel_fn>(f);
+      *info = static_cast<const hal_sim_kernel_info*>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Function {
+  std::string name;
+  std::vector<int> param_bytes;        // per PTX parameter: 8 (.u64) or 4
+  hal_sim_kernel_fn native = nullptr;  // null: no native build
+  const hal_sim_kernel_info* info = nullptr;
+};
+
+struct Module {
+  Context* context = nullptr;
+  std::map<std::string, std::unique_ptr<Function>> functions;
+};
+
+// Parses `.entry NAME(<params>)` blocks. False for text that is not PTX.
+bool ParsePtx(const std::string& ptx, Module* module) {
+  if (ptx.find(".version") == std::string::npos ||
+      ptx.find(".target") == std::string::npos) {
+    return false;
+  }
+  size_t pos = 0;
+  while ((pos = ptx.find(".entry", pos)) != std::string::npos) {
+    pos += 6;
+    size_t start = ptx.find_first_not_of(" \t\r\n", pos);
+    if (start == std::string::npos) return false;
+    size_t end = start;
+    while (end < ptx.size() &&
+           (std::isalnum(static_cast<unsigned char>(ptx[end])) ||
+            ptx[end] == '_' || ptx[end] == '$')) {
+      ++end;
+    }
+    if (end == start) return false;
+    auto f = std::make_unique<Function>();
+    f->name = ptx.substr(start, end - start);
+    size_t open = ptx.find_first_not_of(" \t\r\n", end);
+    if (open != std::string::npos && ptx[open] == '(') {
+      size_t close = ptx.find(')', open);
+      if (close == std::string::npos) return false;
+      std::string params = ptx.substr(open + 1, close - open - 1);
+      size_t p = 0;
+      while ((p = params.find(".param", p)) != std::string::npos) {
+        p += 6;
+        size_t type = params.find_first_not_of(" \t\r\n", p);
+        if (type == std::string::npos) return false;
+        if (params.compare(type, 4, ".u64") == 0 ||
+            params.compare(type, 4, ".b64") == 0 ||
+            params.compare(type, 4, ".s64") == 0) {
+          f->param_bytes.push_back(8);
+        } else if (params.compare(type, 4, ".u32") == 0 ||
+                   params.compare(type, 4, ".b32") == 0 ||
+                   params.compare(type, 4, ".s32") == 0) {
+          f->param_bytes.push_back(4);
+        } else {
+          return false;  // the kernel ABI has only pointers and uint32
+        }
+      }
+      pos = close;
+    }
+    FindNativeKernel(f->name, &f->native, &f->info);
+    std::string name = f->name;
+    module->functions[name] = std::move(f);
+  }
+  return true;
+}
+
+std::atomic<uint64_t> g_kernels_run{0};
+
+}  // namespace
+
+HALSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
+                                          unsigned int num_options,
+                                          CUjit_option* options,
+                                          void** option_values) {
+  HALSIM_ENTER("cuModuleLoadDataEx");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!module || !image || (num_options && (!options || !option_values))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const char* text = static_cast<const char*>(image);
+  if (std::strncmp(text,
+                   "\x7f"
+                   "ELF",
+                   4) == 0) {
+    std::fprintf(stderr,
+                 "halsim_cuda: cuModuleLoadDataEx: cubin/ELF images are not "
+                 "simulated; only PTX\n");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  auto m = std::make_unique<Module>();
+  m->context = ctx;
+  if (!ParsePtx(text, m.get()) || m->functions.empty()) {
+    // Real CUDA writes the JIT error to CU_JIT_ERROR_LOG_BUFFER.
+    for (unsigned i = 0; i < num_options; ++i) {
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+        size_t size = 0;
+        for (unsigned j = 0; j < num_options; ++j) {
+          if (options[j] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
+            size = reinterpret_cast<uintptr_t>(option_values[j]);
+          }
+        }
+        if (size) {
+          std::snprintf(static_cast<char*>(option_values[i]), size,
+                        "halsim_cuda: not PTX the simulator understands "
+                        "(.version, .target and .entry with .u64/.u32 "
+                        "parameters)");
+        }
+      }
+    }
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  *module = reinterpret_cast<CUmodule>(m.release());
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
+  HALSIM_ENTER("cuModuleUnload");
+  HALSIM_NEED_INIT();
+  if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
+  delete reinterpret_cast<Module*>(hmod);
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
+                                           const char* name) {
+  HALSIM_ENTER("cuModuleGetFunction");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!hfunc || !hmod || !name) return CUDA_ERROR_INVALID_VALUE;
+  auto* m = reinterpret_cast<Module*>(hmod);
+  auto it = m->functions.find(name);
+  if (it == m->functions.end()) return CUDA_ERROR_NOT_FOUND;
+  Function* f = it->second.get();
+  if (!f->native) {
+    std::fprintf(stderr,
+                 "halsim_cuda: PTX kernel '%s' has no native build in the "
+                 "test-kernel modules (%s); the simulator cannot run it\n",
+                 name, KernelModulesDir().c_str());
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  // The PTX signature must be the kernel ABI's: the native build's bindings
+  // as pointers, then its constants.
+  uint32_t n = static_cast<uint32_t>(f->param_bytes.size());
+  bool ok = n == f->info->binding_count + f->info->constant_count &&
+            f->info->abi_version == HAL_SIM_KERNEL_ABI_VERSION;
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    ok = f->param_bytes[i] == (i < f->info->binding_count ? 8 : 4);
+  }
+  if (!ok) {
+    std::fprintf(stderr,
+                 "halsim_cuda: PTX kernel '%s' has %u parameters that do not "
+                 "match its native build (%u bindings, %u constants)\n",
+                 name, n, f->info->binding_count, f->info->constant_count);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *hfunc = reinterpret_cast<CUfunction>(f);
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult
+cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
+               unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+               unsigned int block_z, unsigned int shared_bytes,
+               CUstream hstream, void** kernel_params, void** extra) {
+  HALSIM_ENTER("cuLaunchKernel");
+  HALSIM_NEED_CONTEXT(ctx);
+  auto* f = reinterpret_cast<Function*>(hfunc);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!hstream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
+  // CUDA's limits: grid x < 2^31, y and z <= 65535; 1024 threads per block,
+  // 48 KiB of dynamic shared memory without an opt-in attribute.
+  if (grid_x == 0 || grid_y == 0 || grid_z == 0 || grid_x > 0x7FFFFFFFu ||
+      grid_y > 65535 || grid_z > 65535 || block_x == 0 || block_y == 0 ||
+      block_z == 0 || uint64_t{block_x} * block_y * block_z > 1024 ||
+      shared_bytes > 48 * 1024 || extra ||
+      (!f->param_bytes.empty() && !kernel_params)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const hal_sim_kernel_info* info = f->info;
+  // The native build was compiled for one block size.
+  if (block_x != info->workgroup_size[0] ||
+      block_y != info->workgroup_size[1] ||
+      block_z != info->workgroup_size[2]) {
+    std::fprintf(stderr,
+                 "halsim_cuda: '%s' launched with blocks [%u, %u, %u]; its "
+                 "native build runs [%u, %u, %u]\n",
+                 f->name.c_str(), block_x, block_y, block_z,
+                 info->workgroup_size[0], info->workgroup_size[1],
+                 info->workgroup_size[2]);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Parameters are read during the call, as CUDA does.
+  uint32_t nb = info->binding_count, nc = info->constant_count;
+  std::vector<uintptr_t> pointers(nb);
+  std::vector<uint32_t> constants(nc);
+  for (uint32_t i = 0; i < nb; ++i) {
+    uint64_t p;
+    std::memcpy(&p, kernel_params[i], 8);
+    pointers[i] = static_cast<uintptr_t>(p);
+  }
+  for (uint32_t i = 0; i < nc; ++i) {
+    std::memcpy(&constants[i], kernel_params[nb + i], 4);
+  }
+  uint32_t grid[3] = {grid_x, grid_y, grid_z};
+  return Enqueue(hstream, [ctx, f, info, pointers = std::move(pointers),
+                           constants = std::move(constants), grid] {
+    Sim& s = S();
+    uint32_t nb = info->binding_count;
+    std::vector<uint8_t*> data(nb);
+    std::vector<uint64_t> lengths(nb);
+    std::vector<uint32_t> flags(nb, 0);
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (ctx->sticky != CUDA_SUCCESS) return;
+      ++s.stream_ops;
+      if (s.faults.op != 0 && s.stream_ops == s.faults.op) {
+        ctx->sticky = CUDA_ERROR_LAUNCH_FAILED;
+        return;
+      }
+      // Each pointer may reach the end of the allocation it points into.
+      for (uint32_t i = 0; i < nb; ++i) {
+        uintptr_t base;
+        const Allocation* a = FindAllocation(pointers[i], &base);
+        if (!a) {
+          std::fprintf(stderr,
+                       "halsim_cuda: '%s' parameter %u (0x%llx) is not in "
+                       "any allocation\n",
+                       f->name.c_str(), i, (unsigned long long)pointers[i]);
+          ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+          return;
+        }
+        data[i] = reinterpret_cast<uint8_t*>(pointers[i]);
+        lengths[i] = base + a->size - pointers[i];
+      }
+    }
+    hal_sim_dispatch_state state{};
+    for (int i = 0; i < 3; ++i) {
+      state.workgroup_count[i] = grid[i];
+      state.workgroup_size[i] = info->workgroup_size[i];
+    }
+    state.constant_count = static_cast<uint32_t>(constants.size());
+    state.constants = constants.data();
+    state.binding_count = nb;
+    state.binding_data = data.data();
+    state.binding_lengths = lengths.data();
+    state.binding_flags = flags.data();
+    for (uint32_t z = 0; z < grid[2]; ++z) {
+      for (uint32_t y = 0; y < grid[1]; ++y) {
+        for (uint32_t x = 0; x < grid[0]; ++x) {
+          state.workgroup_id[0] = x;
+          state.workgroup_id[1] = y;
+          state.workgroup_id[2] = z;
+          f->native(&state);
+          if (state.fault != HAL_SIM_FAULT_NONE) {
+            std::fprintf(stderr,
+                         "halsim_cuda: illegal address: kernel '%s' block "
+                         "(%u, %u, %u) thread (%u, %u, %u): %llu-byte access "
+                         "at offset %llu of parameter %u, past its "
+                         "allocation\n",
+                         f->name.c_str(), x, y, z, state.fault_local_id[0],
+                         state.fault_local_id[1], state.fault_local_id[2],
+                         (unsigned long long)state.fault_length,
+                         (unsigned long long)state.fault_offset,
+                         state.fault_binding);
+            std::lock_guard<std::mutex> lock(s.mutex);
+            ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+            return;
+          }
+        }
+      }
+    }
+    g_kernels_run.fetch_add(1);
+    g_work_done.fetch_add(1);
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Entry points by name.
 
 namespace {
@@ -899,39 +1274,53 @@ struct ProcEntry {
 // #name keeps the un-suffixed API name; the pointer is the versioned
 // definition cuda.h's macros map the name to (cuMemAlloc -> cuMemAlloc_v2).
 #define HALSIM_PROC(name) {#name, reinterpret_cast<void*>(&name)},
+// clang-format off
 const ProcEntry kProcs[] = {
-    HALSIM_PROC(cuInit) HALSIM_PROC(cuDriverGetVersion) HALSIM_PROC(
-        cuGetErrorName) HALSIM_PROC(cuGetErrorString) HALSIM_PROC(cuDeviceGet)
-        HALSIM_PROC(cuDeviceGetCount) HALSIM_PROC(cuDeviceGetName) HALSIM_PROC(
-            cuDeviceGetUuid) HALSIM_PROC(cuDeviceTotalMem)
-            HALSIM_PROC(cuDeviceGetAttribute) HALSIM_PROC(
-                cuDeviceGetDefaultMemPool) HALSIM_PROC(cuDevicePrimaryCtxRetain)
-                HALSIM_PROC(cuDevicePrimaryCtxRelease) HALSIM_PROC(
-                    cuCtxPushCurrent) HALSIM_PROC(cuCtxPopCurrent)
-                    HALSIM_PROC(cuStreamCreate) HALSIM_PROC(
-                        cuStreamDestroy) HALSIM_PROC(cuStreamWaitEvent)
-                        HALSIM_PROC(cuStreamSynchronize) HALSIM_PROC(
-                            cuEventCreate) HALSIM_PROC(cuEventDestroy)
-                            HALSIM_PROC(cuEventRecord) HALSIM_PROC(
-                                cuEventQuery) HALSIM_PROC(cuEventSynchronize)
-                                HALSIM_PROC(cuLaunchHostFunc) HALSIM_PROC(
-                                    cuMemAlloc) HALSIM_PROC(cuMemAllocManaged)
-                                    HALSIM_PROC(cuMemFree) HALSIM_PROC(
-                                        cuMemHostAlloc) HALSIM_PROC(cuMemFreeHost)
-                                        HALSIM_PROC(cuMemHostRegister) HALSIM_PROC(
-                                            cuMemHostUnregister)
-                                            HALSIM_PROC(
-                                                cuMemHostGetDevicePointer)
-                                                HALSIM_PROC(
-                                                    cuMemAllocFromPoolAsync)
-                                                    HALSIM_PROC(cuMemFreeAsync) HALSIM_PROC(
-                                                        cuMemcpyAsync)
-                                                        HALSIM_PROC(
-                                                            cuMemsetD8Async)
-                                                            HALSIM_PROC(
-                                                                cuMemsetD16Async)
-                                                                HALSIM_PROC(
-                                                                    cuMemsetD32Async)};
+    HALSIM_PROC(cuInit)
+    HALSIM_PROC(cuDriverGetVersion)
+    HALSIM_PROC(cuGetErrorName)
+    HALSIM_PROC(cuGetErrorString)
+    HALSIM_PROC(cuDeviceGet)
+    HALSIM_PROC(cuDeviceGetCount)
+    HALSIM_PROC(cuDeviceGetName)
+    HALSIM_PROC(cuDeviceGetUuid)
+    HALSIM_PROC(cuDeviceTotalMem)
+    HALSIM_PROC(cuDeviceGetAttribute)
+    HALSIM_PROC(cuDeviceGetDefaultMemPool)
+    HALSIM_PROC(cuDevicePrimaryCtxRetain)
+    HALSIM_PROC(cuDevicePrimaryCtxRelease)
+    HALSIM_PROC(cuCtxPushCurrent)
+    HALSIM_PROC(cuCtxPopCurrent)
+    HALSIM_PROC(cuStreamCreate)
+    HALSIM_PROC(cuStreamDestroy)
+    HALSIM_PROC(cuStreamWaitEvent)
+    HALSIM_PROC(cuStreamSynchronize)
+    HALSIM_PROC(cuEventCreate)
+    HALSIM_PROC(cuEventDestroy)
+    HALSIM_PROC(cuEventRecord)
+    HALSIM_PROC(cuEventQuery)
+    HALSIM_PROC(cuEventSynchronize)
+    HALSIM_PROC(cuLaunchHostFunc)
+    HALSIM_PROC(cuMemAlloc)
+    HALSIM_PROC(cuMemAllocManaged)
+    HALSIM_PROC(cuMemFree)
+    HALSIM_PROC(cuMemHostAlloc)
+    HALSIM_PROC(cuMemFreeHost)
+    HALSIM_PROC(cuMemHostRegister)
+    HALSIM_PROC(cuMemHostUnregister)
+    HALSIM_PROC(cuMemHostGetDevicePointer)
+    HALSIM_PROC(cuMemAllocFromPoolAsync)
+    HALSIM_PROC(cuMemFreeAsync)
+    HALSIM_PROC(cuMemcpyAsync)
+    HALSIM_PROC(cuMemsetD8Async)
+    HALSIM_PROC(cuMemsetD16Async)
+    HALSIM_PROC(cuMemsetD32Async)
+    HALSIM_PROC(cuModuleLoadDataEx)
+    HALSIM_PROC(cuModuleUnload)
+    HALSIM_PROC(cuModuleGetFunction)
+    HALSIM_PROC(cuLaunchKernel)
+};
+// clang-format on
 #undef HALSIM_PROC
 }  // namespace
 
@@ -976,6 +1365,9 @@ HALSIM_EXPORT uint64_t halsim_cuda_api_violations(void) {
   return g_violations.load();
 }
 
+HALSIM_EXPORT uint64_t halsim_cuda_kernels_run(void) {
+  return g_kernels_run.load();
+}
 HALSIM_EXPORT uint64_t halsim_cuda_stream_work_done(void) {
   return g_work_done.load();
 }

@@ -20,8 +20,11 @@ uint64_t halsim_cuda_host_functions_run(void);
 /* CUDA calls made from inside a host function (each returned
  * CUDA_ERROR_NOT_PERMITTED and printed a line to stderr). */
 uint64_t halsim_cuda_api_violations(void);
-/* Transfers and fills that have finished running on a stream so far. */
+/* Transfers, fills and kernels that have finished running on a stream so
+ * far. */
 uint64_t halsim_cuda_stream_work_done(void);
+/* Kernel launches (cuLaunchKernel) that ran to completion without a fault. */
+uint64_t halsim_cuda_kernels_run(void);
 /* While paused, host functions wait before they run (and block the stream
  * they are on, as CUDA's do); other streams keep running. */
 void halsim_cuda_pause_host_functions(int paused);

@@ -9,11 +9,12 @@ void RegisterCudaCtsBackend() {
   Backend b;
   b.name = "cuda";
   b.default_uri = "cuda";
-  b.tags = {kTagFiles,    kTagImport,     kTagAlloca,
-            kTagHostCall, kTagMultiQueue, kTagDeviceOnlyMemory};
-  // No dispatch tag: the CUDA executable cache (PTX through
-  // cuModuleLoadDataEx) is not written yet, so every test that needs it
-  // skips on the tag (docs/drivers/cuda.md, "What is missing").
+  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  // No dispatch_bounds_checks: a real GPU leaves accesses outside a binding
+  // undefined (the CUDA API simulator only bounds them by the allocation,
+  // and reports CUDA_ERROR_ILLEGAL_ADDRESS past it), and no read-only
+  // binding is enforced by CUDA.
   RegisterBackend(std::move(b));
 }
 

@@ -6,13 +6,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "drivers/cuda/cuda_device.h"
 #include "drivers/cuda/cuda_dynamic_symbols.h"
 #include "drivers/cuda/cuda_status.h"
 #include "hal/driver.h"
+#include "hal/executable.h"
 
 namespace hal::cuda {
 namespace {
@@ -25,6 +29,7 @@ struct SimControls {
   uint64_t (*run)() = nullptr;
   uint64_t (*violations)() = nullptr;
   uint64_t (*work_done)() = nullptr;
+  uint64_t (*kernels_run)() = nullptr;
   void (*pause)(int) = nullptr;
   int (*set_faults)(const char*) = nullptr;
 };
@@ -41,6 +46,8 @@ SimControls Controls() {
       dlsym(lib, "halsim_cuda_api_violations"));
   c.work_done = reinterpret_cast<uint64_t (*)()>(
       dlsym(lib, "halsim_cuda_stream_work_done"));
+  c.kernels_run =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_kernels_run"));
   c.pause = reinterpret_cast<void (*)(int)>(
       dlsym(lib, "halsim_cuda_pause_host_functions"));
   c.set_faults = reinterpret_cast<int (*)(const char*)>(
@@ -88,9 +95,10 @@ TEST_F(CudaSim, SymbolsResolveThroughGetProcAddress) {
 #include "drivers/cuda/cuda_symbols.inc"
 #undef HAL_CUDA_REQUIRED_SYMBOL
 #undef HAL_CUDA_OPTIONAL_SYMBOL
-  // Pools are there; modules are not simulated (an optional symbol).
+  // The optional symbols are simulated too: pools, modules and launches.
   EXPECT_NE((*syms)->cuMemAllocFromPoolAsync, nullptr);
-  EXPECT_EQ((*syms)->cuLaunchKernel, nullptr);
+  EXPECT_NE((*syms)->cuModuleLoadDataEx, nullptr);
+  EXPECT_NE((*syms)->cuLaunchKernel, nullptr);
 }
 
 TEST_F(CudaSim, MissingLibraryIsUnavailableWithHint) {
@@ -330,6 +338,133 @@ TEST_F(CudaSim, LaunchFailureFailsSemaphoresWithCudaErrorName) {
       << a.ToString();
   EXPECT_EQ(b.code(), StatusCode::kDataLoss) << b.ToString();
   EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
+}
+
+// The CUDA-PTX test kernels, as the build packed them.
+std::vector<uint8_t> PtxTestKernels() {
+  std::ifstream in(
+      std::string(HAL_CUDA_TEST_KERNELS_DIR) + "/test_kernels.cuda-ptx",
+      std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+// PTX is loaded with cuModuleLoadDataEx and each export launched with
+// cuLaunchKernel; the simulator runs the native build of the same kernel.
+TEST_F(CudaSim, PtxKernelsRunThroughCuLaunchKernel) {
+  std::vector<uint8_t> ptx = PtxTestKernels();
+  if (ptx.empty()) GTEST_SKIP() << "no cuda-ptx test kernels were built";
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_TRUE((*cache)->CanPrepareFormat(ExecutableFormat::kCudaPtx));
+  EXPECT_FALSE((*cache)->CanPrepareFormat(ExecutableFormat::kSim));
+  ExecutableParams params;
+  params.data = ptx;
+  auto exe = (*cache)->Prepare(params);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto fill = (*exe)->LookupFunction("fill");
+  ASSERT_TRUE(fill.ok());
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 256);
+  ASSERT_TRUE(buffer.ok());
+  ASSERT_TRUE((*buffer)->MapZero(0, 256).ok());
+  auto s = device->CreateSemaphore(0);
+  SemaphorePoint s1{s->get(), 1};
+  const uint32_t constants[] = {0x12345678u, 60};
+  BufferRef binding = BufferRef::Direct(buffer->get());
+  DispatchParams p;
+  p.executable = exe->get();
+  p.entry_point = *fill;
+  p.constants = constants;
+  p.bindings = {&binding, 1};
+  const uint64_t kernels_before = controls_.kernels_run();
+  const uint64_t violations_before = controls_.violations();
+  ASSERT_TRUE(device->QueueDispatch(1, {}, {&s1, 1}, p).ok());
+  ASSERT_TRUE((*s)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  EXPECT_EQ(controls_.kernels_run() - kernels_before, 1u);
+  uint32_t words[64];
+  ASSERT_TRUE((*buffer)->MapRead(0, words, sizeof(words)).ok());
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(words[i], i < 60 ? 0x12345678u : 0u) << i;
+  }
+  EXPECT_EQ(controls_.violations(), violations_before);
+}
+
+// A kernel access past the allocation its pointer is in is what a GPU
+// reports as an illegal address: a sticky error that fails the semaphores
+// with the CUDA error name.
+TEST_F(CudaSim, KernelAccessPastItsAllocationIsIllegalAddress) {
+  std::vector<uint8_t> ptx = PtxTestKernels();
+  if (ptx.empty()) GTEST_SKIP() << "no cuda-ptx test kernels were built";
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok());
+  ExecutableParams params;
+  params.data = ptx;
+  auto exe = (*cache)->Prepare(params);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
+  ASSERT_TRUE(buffer.ok());
+  auto s = device->CreateSemaphore(0);
+  SemaphorePoint s1{s->get(), 1};
+  const uint32_t index[] = {1u << 20};
+  BufferRef binding = BufferRef::Direct(buffer->get());
+  DispatchParams p;
+  p.executable = exe->get();
+  p.entry_point = *(*exe)->LookupFunction("store_at");
+  p.constants = index;
+  p.bindings = {&binding, 1};
+  ASSERT_TRUE(device->QueueDispatch(1, {}, {&s1, 1}, p).ok());
+  Status st = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss) << st.ToString();
+  EXPECT_NE(st.message().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
+      << st.ToString();
+}
+
+// PTX that cuModuleLoadDataEx rejects is INVALID_ARGUMENT with the CUDA
+// error name; an export its module lacks too.
+TEST_F(CudaSim, BadPtxIsInvalidArgument) {
+  std::vector<uint8_t> ptx = PtxTestKernels();
+  if (ptx.empty()) GTEST_SKIP() << "no cuda-ptx test kernels were built";
+  auto data = ParseExecutable(ptx);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok());
+
+  ExecutableData garbled = *data;
+  for (ExecutableModule& m : garbled.modules) {
+    std::string text = "not ptx at all\n";
+    for (const FunctionInfo& f : garbled.functions) {
+      text += ".entry " + f.name + "\n";
+    }
+    m.code.assign(text.begin(), text.end());
+  }
+  std::vector<uint8_t> bytes = SerializeExecutable(garbled);
+  ExecutableParams params;
+  params.data = bytes;
+  auto r = (*cache)->Prepare(params);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("CUDA_ERROR_INVALID_PTX"),
+            std::string::npos)
+      << r.status().ToString();
+
+  // An export in module 1 whose kernel lives in module 0.
+  ExecutableData moved = *data;
+  moved.functions[0].module_ordinal = 1;
+  bytes = SerializeExecutable(moved);
+  params.data = bytes;
+  if (ParseExecutable(bytes).ok()) {  // module 1 must name the .entry too
+    r = (*cache)->Prepare(params);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument)
+        << r.status().ToString();
+  }
 }
 
 TEST_F(CudaSim, LateEventsStillOrderWork) {

@@ -42,3 +42,12 @@ HAL_KERNEL_END
 HAL_KERNEL(store_read_only, 1, 0, 1, 1, 1)
   HAL_STORE(0, 0, 7u);
 HAL_KERNEL_END
+
+/* b3[i] = b0[i] + b1[i] + b2[i] for i < c0 (wrapping). b0..b2 are read-only.
+ * The 4-binding kernel (the recording benchmark dispatches it). */
+HAL_KERNEL(sum3, 4, 1, 64, 1, 1)
+  uint i = HAL_GLOBAL_ID_X;
+  if (i < HAL_CONSTANT(0)) {
+    HAL_STORE(3, i, HAL_LOAD(0, i) + HAL_LOAD(1, i) + HAL_LOAD(2, i));
+  }
+HAL_KERNEL_END

@@ -1,0 +1,178 @@
+#include "drivers/gpu/gpu_executable.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "drivers/gpu/gpu_allocator.h"
+
+namespace hal::gpu {
+
+namespace {
+
+class GpuExecutable final : public Executable {
+ public:
+  static StatusOr<Ref<Executable>> Create(std::shared_ptr<GpuApi> api,
+                                          ExecutableData data) {
+    Ref<GpuExecutable> exe = Ref<GpuExecutable>::Adopt(
+        new GpuExecutable(api, data.format, std::move(data.functions)));
+    HAL_RETURN_IF_ERROR(exe->Initialize(data.modules));
+    return Ref<Executable>(std::move(exe));
+  }
+
+  ~GpuExecutable() override {
+    for (GpuModule m : modules_) api_->ModuleUnload(m).IgnoreError();
+  }
+
+  GpuApi* api() const { return api_.get(); }
+  GpuFunction function_handle(uint32_t index) const {
+    return function_handles_[index];
+  }
+
+ private:
+  GpuExecutable(std::shared_ptr<GpuApi> api, ExecutableFormat format,
+                std::vector<FunctionInfo> functions)
+      : Executable(format, std::move(functions), {}), api_(std::move(api)) {}
+
+  Status Initialize(const std::vector<ExecutableModule>& modules) {
+    for (uint32_t i = 0; i < modules.size(); ++i) {
+      GpuModule m = nullptr;
+      Status s = api_->ModuleLoad(modules[i].code, &m);
+      if (!s.ok()) {
+        return Status(s.code(), std::string(api_->name()) + " module " +
+                                    std::to_string(i) + ": " + s.message());
+      }
+      modules_.push_back(m);
+    }
+    for (const FunctionInfo& f : functions()) {
+      GpuFunction fn = nullptr;
+      Status s = api_->ModuleGetFunction(modules_[f.module_ordinal],
+                                         f.name.c_str(), &fn);
+      if (!s.ok()) {
+        // The export table names a kernel its module does not define.
+        return InvalidArgumentError("%s executable: module %u, export '%s': %s",
+                                    api_->name(), f.module_ordinal,
+                                    f.name.c_str(), s.ToString().c_str());
+      }
+      function_handles_.push_back(fn);
+    }
+    return OkStatus();
+  }
+
+  std::shared_ptr<GpuApi> api_;
+  std::vector<GpuModule> modules_;
+  std::vector<GpuFunction> function_handles_;
+};
+
+class GpuExecutableCache final : public ExecutableCache {
+ public:
+  explicit GpuExecutableCache(std::shared_ptr<GpuApi> api)
+      : api_(std::move(api)) {}
+
+ protected:
+  bool CanPrepareFormatImpl(ExecutableFormat format) const override {
+    return format == api_->module_format();
+  }
+  StatusOr<Ref<Executable>> PrepareImpl(
+      ExecutableData data, std::vector<uint32_t> constants) override {
+    if (!constants.empty()) {
+      // Reached only for executables that declare specialization constants
+      // (the base class checked the count); PTX and HSACO have none to set.
+      return UnimplementedError(
+          "%s executables do not support specialization constants",
+          api_->name());
+    }
+    return GpuExecutable::Create(api_, std::move(data));
+  }
+
+ private:
+  std::shared_ptr<GpuApi> api_;
+};
+
+// The device address of a resolved reference, or an error when its memory
+// is not there.
+StatusOr<GpuDevicePtr> DeviceAddress(const ResolvedRef& ref,
+                                     const std::string& what) {
+  auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
+  if (!buffer) {
+    return InvalidArgumentError("%s: buffer does not belong to a GPU device",
+                                what.c_str());
+  }
+  if (buffer->state() == BufferState::kFreed) {
+    return FailedPreconditionError("%s: buffer used after its dealloca ran",
+                                   what.c_str());
+  }
+  if (!buffer->committed()) {
+    return FailedPreconditionError(
+        "%s: buffer memory is not committed (%s); order the use after its "
+        "queue_alloca with a semaphore",
+        what.c_str(), BufferStateName(buffer->state()));
+  }
+  return buffer->device_ptr() + ref.offset;
+}
+
+}  // namespace
+
+StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
+    std::shared_ptr<GpuApi> api) {
+  if (!api->SupportsModules()) {
+    return UnimplementedError(
+        "%s: the library has no module and launch entry points; executables "
+        "cannot be prepared",
+        api->name());
+  }
+  return Ref<ExecutableCache>::Adopt(new GpuExecutableCache(std::move(api)));
+}
+
+Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
+                         BindingTable table) {
+  const auto* exe = dynamic_cast<const GpuExecutable*>(d.executable.get());
+  if (!exe || exe->api() != api) {
+    return InvalidArgumentError(
+        "dispatch: the %s executable was not prepared by this %s device",
+        ExecutableFormatName(d.executable->format()), api->name());
+  }
+  const FunctionInfo& f = exe->functions()[d.entry_point];
+  const std::string name = "dispatch of '" + f.name + "'";
+
+  uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
+                       d.workgroup_count[2]};
+  if (d.indirect) {
+    // Host round trip (see the header): no API launches with a grid read
+    // from device memory.
+    ResolvedRef r =
+        CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
+    HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
+                         DeviceAddress(r, name + ": indirect count"));
+    HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),
+                                         src, sizeof(count), stream));
+    HAL_RETURN_IF_ERROR(api->StreamSynchronize(stream));
+    for (uint32_t c : count) {
+      if (c > kMaxWorkgroupCount) {
+        return OutOfRangeError(
+            "%s: indirect workgroup count [%u, %u, %u] exceeds %u in a "
+            "dimension",
+            name.c_str(), count[0], count[1], count[2], kMaxWorkgroupCount);
+      }
+    }
+  }
+
+  // Parameters: binding pointers, then constants (docs/executables.md).
+  std::vector<GpuDevicePtr> pointers(f.binding_count);
+  for (uint32_t i = 0; i < f.binding_count; ++i) {
+    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
+    HAL_ASSIGN_OR_RETURN(
+        pointers[i], DeviceAddress(r, name + ": binding " + std::to_string(i)));
+  }
+  if (count[0] == 0 || count[1] == 0 || count[2] == 0) return OkStatus();
+  std::vector<uint32_t> constants(d.constants.begin(), d.constants.end());
+  std::vector<void*> params;
+  params.reserve(pointers.size() + constants.size());
+  for (GpuDevicePtr& p : pointers) params.push_back(&p);
+  for (uint32_t& c : constants) params.push_back(&c);
+  return api->LaunchKernel(exe->function_handle(d.entry_point), count,
+                           f.workgroup_size, f.shared_memory_size, stream,
+                           params.data());
+}
+
+}  // namespace hal::gpu

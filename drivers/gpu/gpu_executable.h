@@ -1,0 +1,44 @@
+// Executables and dispatch over a GPU-stream API (CUDA PTX, HIP HSACO): the
+// seed's executable cache written once against GpuApi.
+//
+// Prepare loads every module of a verified executable (GpuApi::ModuleLoad:
+// cuModuleLoadDataEx for CUDA) and resolves one function per export by name
+// (cuModuleGetFunction). The export's workgroup size is the block size of
+// every launch and its shared_memory_size the dynamic shared memory. The
+// executable keeps the API (and so the context) alive and unloads its
+// modules when released; command buffers hold a reference to it, so a
+// submission never outlives its code.
+//
+// Kernel ABI (docs/executables.md): the bindings, in order, as 64-bit device
+// pointers to the start of each bound range, then the constants, in order,
+// as 32-bit values.
+//
+// Indirect dispatch: the driver APIs have no launch whose grid is read from
+// device memory, so LaunchGpuDispatch emulates it with a host round trip:
+// it copies the 12-byte count to the host on the stream, synchronizes the
+// stream (which also finishes everything enqueued before, such as the
+// command that wrote the count), and launches with the count it read.
+#pragma once
+
+#include <memory>
+
+#include "drivers/gpu/gpu_api.h"
+#include "hal/command_buffer.h"
+#include "hal/executable.h"
+
+namespace hal::gpu {
+
+// UNIMPLEMENTED when the API has no module entry points.
+StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
+    std::shared_ptr<GpuApi> api);
+
+// Enqueues one recorded dispatch (validated by ValidateSubmission against
+// `table`) on `stream`. A zero count in any dimension launches nothing.
+// INVALID_ARGUMENT for an executable another cache prepared; OUT_OF_RANGE
+// for an indirect count above kMaxWorkgroupCount; FAILED_PRECONDITION for a
+// buffer whose memory is not there; API errors as the API reports them. An
+// indirect dispatch blocks the calling thread until the stream drained.
+Status LaunchGpuDispatch(GpuApi* api, GpuStream stream,
+                         const cmd::Dispatch& dispatch, BindingTable table);
+
+}  // namespace hal::gpu
