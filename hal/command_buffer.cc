@@ -253,16 +253,27 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
           params.workgroup_count[2], kMaxWorkgroupCount);
     }
   }
-  char what[96];
+  // The context of an error ("Dispatch of 'f': binding 2") is formatted
+  // only when there is an error: this is the recording hot path.
+  auto context = [name](int binding) {
+    char what[96];
+    if (binding < 0) {
+      std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
+                    name);
+    } else {
+      std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %d", name, binding);
+    }
+    return std::string(what);
+  };
   if (d.indirect) {
     BufferRef ref = *params.indirect_workgroup_count;
-    std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
-                  name);
-    HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kDispatchIndirectParams,
-                                    kIndirectWorkgroupCountSize, what));
+    Status s = ValidateRef(ref, BufferUsage::kDispatchIndirectParams,
+                           kIndirectWorkgroupCountSize, "Dispatch");
+    if (!s.ok()) return s.Annotate(context(-1));
     DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
     if ((base + ref.offset) % kDispatchAlignment) {
-      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned", what,
+      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned",
+                                  context(-1).c_str(),
                                   (unsigned long long)(base + ref.offset));
     }
     ref.length = kIndirectWorkgroupCountSize;
@@ -272,11 +283,12 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
   d.bindings.reserve(params.bindings.size());
   for (uint32_t i = 0; i < params.bindings.size(); ++i) {
     BufferRef ref = params.bindings[i];
-    std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %u", name, i);
-    HAL_RETURN_IF_ERROR(ValidateRef(ref, BindingUsage(*f, i), kWholeBuffer, what));
+    Status s = ValidateRef(ref, BindingUsage(*f, i), kWholeBuffer, "Dispatch");
+    if (!s.ok()) return s.Annotate(context(static_cast<int>(i)));
     DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
     if ((base + ref.offset) % kDispatchAlignment) {
-      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned", what,
+      return InvalidArgumentError("%s: offset %llu is not 4-byte aligned",
+                                  context(static_cast<int>(i)).c_str(),
                                   (unsigned long long)(base + ref.offset));
     }
     d.bindings.push_back(std::move(ref));
@@ -288,35 +300,40 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
 Status CommandBuffer::ValidateDispatchSubmission(const cmd::Dispatch& d,
                                                  BindingTable table) const {
   const FunctionInfo& f = d.executable->functions()[d.entry_point];
-  char what[96];
+  auto context = [&f](int binding) {
+    char what[96];
+    if (binding < 0) {
+      std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
+                    f.name.c_str());
+    } else {
+      std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %d",
+                    f.name.c_str(), binding);
+    }
+    return std::string(what);
+  };
   if (d.indirect) {
-    std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
-                  f.name.c_str());
-    HAL_RETURN_IF_ERROR(ValidateSlotRef(d.indirect_workgroup_count,
-                                        kIndirectWorkgroupCountSize,
-                                        BufferUsage::kDispatchIndirectParams,
-                                        table, what));
+    Status s = ValidateSlotRef(d.indirect_workgroup_count, kIndirectWorkgroupCountSize,
+                               BufferUsage::kDispatchIndirectParams, table, "Dispatch");
+    if (!s.ok()) return s.Annotate(context(-1));
     if (d.indirect_workgroup_count.is_slot()) {
       ResolvedRef r = ResolveRef(d.indirect_workgroup_count, table);
       if (r.offset % kDispatchAlignment) {
         return InvalidArgumentError("%s: slot %u resolves to offset %llu, not 4-byte aligned",
-                                    what, d.indirect_workgroup_count.slot,
+                                    context(-1).c_str(), d.indirect_workgroup_count.slot,
                                     (unsigned long long)r.offset);
       }
     }
   }
   for (uint32_t i = 0; i < d.bindings.size(); ++i) {
     const BufferRef& ref = d.bindings[i];
-    std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %u",
-                  f.name.c_str(), i);
-    HAL_RETURN_IF_ERROR(
-        ValidateSlotRef(ref, kWholeBuffer, BindingUsage(f, i), table, what));
+    Status s = ValidateSlotRef(ref, kWholeBuffer, BindingUsage(f, i), table, "Dispatch");
+    if (!s.ok()) return s.Annotate(context(static_cast<int>(i)));
     if (ref.is_slot()) {
       ResolvedRef r = ResolveRef(ref, table);
       if (r.offset % kDispatchAlignment) {
         return InvalidArgumentError(
-            "%s: slot %u resolves to offset %llu, not 4-byte aligned", what,
-            ref.slot, (unsigned long long)r.offset);
+            "%s: slot %u resolves to offset %llu, not 4-byte aligned",
+            context(static_cast<int>(i)).c_str(), ref.slot, (unsigned long long)r.offset);
       }
     }
   }
