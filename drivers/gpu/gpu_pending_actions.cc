@@ -7,8 +7,15 @@
 namespace hal::gpu {
 
 void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
-  for (const SemaphorePoint& p : wait) {
+  wait_reached.reset(new std::atomic<bool>[wait.size()]());
+  for (size_t i = 0; i < wait.size(); ++i) {
+    const SemaphorePoint& p = wait[i];
     waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    // Decided at submission, on the submitting thread: a wait already
+    // reached stays satisfied even if its semaphore fails before the worker
+    // looks; one on a semaphore already failed fails the action.
+    StatusOr<uint64_t> payload = p.semaphore->Query();
+    wait_reached[i].store(payload.ok() && *payload >= p.value);
   }
   for (const SemaphorePoint& p : signal) {
     signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
@@ -90,6 +97,9 @@ void GpuPendingActions::Shutdown() {
 }
 
 void GpuPendingActions::Enqueue(std::unique_ptr<GpuAction> action) {
+  // Timepoints from submission on, so that a wait reached and then failed
+  // before the worker looks is still seen as reached (wait_reached).
+  RegisterWakeups(action.get());
   std::lock_guard<std::mutex> lock(shared_->mutex);
   ++shared_->outstanding;
   shared_->incoming.push_back(std::move(action));
@@ -179,13 +189,18 @@ bool GpuPendingActions::ScanPending() {
     Status failure;
     bool resolved = true;
     std::vector<Ref<GpuEvent>> events;
-    for (auto& [sem, value] : a->waits) {
+    for (size_t i = 0; i < a->waits.size(); ++i) {
+      if (a->wait_reached[i].load()) continue;
+      auto& [sem, value] = a->waits[i];
       StatusOr<uint64_t> payload = sem->Query();
       if (!payload.ok()) {
         failure = payload.status();
         break;
       }
-      if (*payload >= value) continue;
+      if (*payload >= value) {
+        a->wait_reached[i].store(true);
+        continue;
+      }
       if (a->kind == GpuAction::Kind::kDevice) {
         auto* gpu_sem = dynamic_cast<GpuSemaphore*>(sem.get());
         if (gpu_sem && gpu_sem->owner() == owner_) {
@@ -227,10 +242,13 @@ void GpuPendingActions::RegisterWakeups(GpuAction* action) {
   if (action->registered) return;
   action->registered = true;
   std::weak_ptr<Shared> weak = shared_;
-  for (auto& [sem, value] : action->waits) {
-    action->timepoint_ids.push_back(sem->NotifyAt(value, [weak](const Status&) {
-      if (auto shared = weak.lock()) shared->Wake();
-    }));
+  for (size_t i = 0; i < action->waits.size(); ++i) {
+    auto& [sem, value] = action->waits[i];
+    action->timepoint_ids.push_back(sem->NotifyAt(
+        value, [weak, reached = action->wait_reached, i](const Status& s) {
+          if (s.ok()) reached[i].store(true);
+          if (auto shared = weak.lock()) shared->Wake();
+        }));
   }
 }
 
@@ -307,7 +325,9 @@ bool GpuPendingActions::TryComplete(GpuAction* action) {
     // A wait satisfied by a device timepoint is only known to have
     // succeeded once its semaphore reached the value on the host: an
     // upstream failure must fail this action too.
-    for (auto& [sem, value] : action->waits) {
+    for (size_t i = 0; i < action->waits.size(); ++i) {
+      if (action->wait_reached[i].load()) continue;
+      auto& [sem, value] = action->waits[i];
       StatusOr<uint64_t> payload = sem->Query();
       if (!payload.ok()) {
         status = payload.status();
@@ -317,6 +337,7 @@ bool GpuPendingActions::TryComplete(GpuAction* action) {
         RegisterWakeups(action);
         return false;
       }
+      action->wait_reached[i].store(true);
     }
   }
   CancelWakeups(action);

@@ -31,6 +31,7 @@
 // Thread safety: Enqueue and WaitIdle may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -54,6 +55,12 @@ struct GpuAction {
   const char* name = "";
   int queue = 0;
   std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits;
+  // Per wait: its semaphore reached the value on the host (seen at
+  // submission by SetPoints, or by a timepoint callback on the thread that
+  // signalled it, or by the worker). Such a wait stays satisfied when the
+  // semaphore fails later: the HAL decides a wait once, by whichever comes
+  // first, the value or the failure. Shared with timepoint callbacks.
+  std::shared_ptr<std::atomic<bool>[]> wait_reached;
   std::vector<std::pair<Ref<Semaphore>, uint64_t>> signals;
   // kDevice: enqueues the work on `stream`; may be empty (a barrier). Runs on
   // the worker after the stream waits were enqueued.
