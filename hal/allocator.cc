@@ -109,6 +109,20 @@ void Allocator::RecordFree(MemoryType type, DeviceSize size) {
   live_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+Buffer::Params Allocator::MakeBufferParams(const BufferParams& params,
+                                           DeviceSize size,
+                                           BufferState initial_state) {
+  Buffer::Params p;
+  p.allocator = Ref<Allocator>(this);
+  p.memory_type = params.type;
+  p.allowed_usage = params.usage;
+  p.allowed_access = params.access;
+  p.queue_affinity = params.queue_affinity;
+  p.byte_length = size;
+  p.initial_state = initial_state;
+  return p;
+}
+
 AllocatorStatistics Allocator::statistics() const {
   AllocatorStatistics s;
   s.host_bytes_allocated = host_bytes_.load();

@@ -85,6 +85,10 @@ class Allocator : public RefCounted {
   void RecordFree(MemoryType type, DeviceSize size);
   void RecordImport() { imports_.fetch_add(1, std::memory_order_relaxed); }
 
+  // The Buffer::Params of a buffer of this allocator with resolved `params`.
+  Buffer::Params MakeBufferParams(const BufferParams& params, DeviceSize size,
+                                  BufferState initial_state);
+
  protected:
   Allocator() = default;
 

@@ -63,7 +63,15 @@ StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   HAL_RETURN_IF_ERROR(allocator()->ValidateParams(params));
-  return QueueAllocaImpl(q, wait, signal, params, size);
+  BufferParams resolved;
+  if (!Any(allocator()->QueryCompatibility(params, size, &resolved) &
+           BufferCompatibility::kAllocatable)) {
+    return InvalidArgumentError(
+        "queue_alloca: cannot allocate %llu bytes of %s with usage %s",
+        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
+        BufferUsageString(params.usage).c_str());
+  }
+  return QueueAllocaImpl(q, wait, signal, resolved, size);
 }
 
 Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,

@@ -124,6 +124,7 @@ class Device : public RefCounted {
 
   virtual StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value);
   virtual StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl();
+  // `params` are resolved (QueryCompatibility) and allocatable.
   virtual StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
                                                 SemaphoreList wait,
                                                 SemaphoreList signal,

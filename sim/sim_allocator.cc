@@ -135,14 +135,7 @@ BufferCompatibility SimAllocator::QueryCompatibilityImpl(
 
 StatusOr<Ref<SimBuffer>> SimAllocator::CreateReserved(const BufferParams& params,
                                                       DeviceSize size) {
-  Buffer::Params p;
-  p.allocator = Ref<Allocator>(this);
-  p.memory_type = params.type;
-  p.allowed_usage = params.usage;
-  p.allowed_access = params.access;
-  p.queue_affinity = params.queue_affinity;
-  p.byte_length = size;
-  p.initial_state = BufferState::kReserved;
+  Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
   return Ref<SimBuffer>::Adopt(
       new SimBuffer(p, NextBufferId(), params.min_alignment, nullptr, nullptr));
 }
@@ -158,14 +151,7 @@ StatusOr<Ref<Buffer>> SimAllocator::AllocateBufferImpl(const BufferParams& param
 StatusOr<Ref<Buffer>> SimAllocator::ImportHostAllocationImpl(
     const BufferParams& params, void* ptr, DeviceSize size,
     ReleaseCallback release) {
-  Buffer::Params p;
-  p.allocator = Ref<Allocator>(this);
-  p.memory_type = params.type;
-  p.allowed_usage = params.usage;
-  p.allowed_access = params.access;
-  p.queue_affinity = params.queue_affinity;
-  p.byte_length = size;
-  p.initial_state = BufferState::kLive;
+  Buffer::Params p = MakeBufferParams(params, size, BufferState::kLive);
   // An imported buffer always counts as imported, even with no callback.
   if (!release) release = [] {};
   RecordImport();

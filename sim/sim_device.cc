@@ -197,16 +197,8 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
                                                  SemaphoreList signal,
                                                  const BufferParams& params,
                                                  DeviceSize size) {
-  BufferParams resolved;
-  if (!Any(allocator()->QueryCompatibility(params, size, &resolved) &
-           BufferCompatibility::kAllocatable)) {
-    return InvalidArgumentError(
-        "queue_alloca: cannot allocate %llu bytes of %s with usage %s",
-        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
-        BufferUsageString(params.usage).c_str());
-  }
   HAL_ASSIGN_OR_RETURN(Ref<SimBuffer> buffer,
-                       sim_allocator_->CreateReserved(resolved, size));
+                       sim_allocator_->CreateReserved(params, size));
   auto op = NewOp("queue_alloca", affinity, wait, signal);
   op->run = [buffer]() -> Status {
     HAL_RETURN_IF_ERROR(buffer->Commit());

@@ -170,14 +170,7 @@ BufferCompatibility GpuAllocator::QueryCompatibilityImpl(
 
 StatusOr<Ref<GpuBuffer>> GpuAllocator::CreateReserved(
     const BufferParams& params, DeviceSize size) {
-  Buffer::Params p;
-  p.allocator = Ref<Allocator>(this);
-  p.memory_type = params.type;
-  p.allowed_usage = params.usage;
-  p.allowed_access = params.access;
-  p.queue_affinity = params.queue_affinity;
-  p.byte_length = size;
-  p.initial_state = BufferState::kReserved;
+  Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
   return Ref<GpuBuffer>::Adopt(
       new GpuBuffer(p, api_, KindFor(params.type), params.min_alignment));
 }
@@ -202,14 +195,7 @@ StatusOr<Ref<Buffer>> GpuAllocator::ImportHostAllocationImpl(
       return s;
     }
   }
-  Buffer::Params p;
-  p.allocator = Ref<Allocator>(this);
-  p.memory_type = params.type;
-  p.allowed_usage = params.usage;
-  p.allowed_access = params.access;
-  p.queue_affinity = params.queue_affinity;
-  p.byte_length = size;
-  p.initial_state = BufferState::kLive;
+  Buffer::Params p = MakeBufferParams(params, size, BufferState::kLive);
   auto* buffer = new GpuBuffer(p, api_, GpuMemoryKind::kImported, 1);
   buffer->host_ptr_ = static_cast<uint8_t*>(ptr);
   buffer->device_ptr_.store(device);

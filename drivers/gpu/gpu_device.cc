@@ -77,16 +77,8 @@ StatusOr<Ref<Buffer>> GpuDevice::QueueAllocaImpl(QueueAffinity affinity,
                                                  SemaphoreList signal,
                                                  const BufferParams& params,
                                                  DeviceSize size) {
-  BufferParams resolved;
-  if (!Any(allocator()->QueryCompatibility(params, size, &resolved) &
-           BufferCompatibility::kAllocatable)) {
-    return InvalidArgumentError(
-        "queue_alloca: cannot allocate %llu bytes of %s with usage %s",
-        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
-        BufferUsageString(params.usage).c_str());
-  }
   HAL_ASSIGN_OR_RETURN(Ref<GpuBuffer> buffer,
-                       gpu_allocator_->CreateReserved(resolved, size));
+                       gpu_allocator_->CreateReserved(params, size));
   auto action = NewAction("queue_alloca", affinity, wait, signal);
   const bool async = options_.async_allocations && api_->SupportsAsyncAlloc();
   action->issue = [buffer, async](GpuStream stream) -> Status {
