@@ -166,8 +166,13 @@ std::atomic<uint64_t> g_launched{0};
 std::atomic<uint64_t> g_run{0};
 std::atomic<uint64_t> g_violations{0};
 std::atomic<uint64_t> g_work_done{0};
-thread_local bool t_in_host_function = false;
-thread_local std::vector<Context*> t_context_stack;
+// Static TLS (initial-exec), not the dynamic TLS a dlopen'd library gets by
+// default. A precaution: ASan runs of the cuda-sim CTS crashed a few times in
+// LeakSanitizer's exit-time scan ("Tracer caught signal 11") on a loaded
+// machine; dynamic TLS of dlopen'd libraries is a suspect, not a proven cause.
+#define HALSIM_TLS __attribute__((tls_model("initial-exec")))
+thread_local bool t_in_host_function HALSIM_TLS = false;
+thread_local std::vector<Context*> t_context_stack HALSIM_TLS;
 
 // Every entry point starts here: host functions may not call CUDA.
 #define HALSIM_ENTER(name)                                              \
