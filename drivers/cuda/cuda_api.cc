@@ -26,6 +26,11 @@ class ScopedContext {
 
 CUstream AsStream(gpu::GpuStream s) { return static_cast<CUstream>(s); }
 CUevent AsEvent(gpu::GpuEventHandle e) { return static_cast<CUevent>(e); }
+CUgraph AsGraph(gpu::GpuGraph g) { return static_cast<CUgraph>(g); }
+const CUgraphNode* AsNodes(std::span<const gpu::GpuGraphNode> deps) {
+  static_assert(sizeof(CUgraphNode) == sizeof(gpu::GpuGraphNode));
+  return reinterpret_cast<const CUgraphNode*>(deps.data());
+}
 }  // namespace
 
 #define HAL_CUDA_SCOPE() ScopedContext _scope(syms_.get(), context_)
@@ -298,6 +303,166 @@ Status CudaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
                     AsStream(stream), params, nullptr),
      "grid [%u, %u, %u] of blocks [%u, %u, %u]", grid[0], grid[1], grid[2],
      block[0], block[1], block[2]);
+  return OkStatus();
+}
+
+bool CudaApi::SupportsGraphs() const {
+  return syms_->cuGraphCreate && syms_->cuGraphDestroy &&
+         syms_->cuGraphAddEmptyNode && syms_->cuGraphAddKernelNode &&
+         syms_->cuGraphAddMemsetNode && syms_->cuGraphAddMemcpyNode &&
+         syms_->cuGraphAddHostNode && syms_->cuGraphInstantiateWithFlags &&
+         syms_->cuGraphLaunch && syms_->cuGraphExecDestroy;
+}
+
+#define HAL_CUDA_NEED_GRAPHS()                                                \
+  do {                                                                        \
+    if (!SupportsGraphs()) {                                                  \
+      return UnimplementedError(                                              \
+          "cuda: the library lacks the CUgraph entry points (cuGraphCreate, " \
+          "cuGraphAdd*Node, cuGraphInstantiateWithFlags, cuGraphLaunch)");    \
+    }                                                                         \
+  } while (0)
+
+Status CudaApi::GraphCreate(gpu::GpuGraph* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CUgraph graph = nullptr;
+  CU(cuGraphCreate(&graph, 0), "creating a command-buffer graph");
+  *out = graph;
+  return OkStatus();
+}
+
+Status CudaApi::GraphDestroy(gpu::GpuGraph graph) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CU(cuGraphDestroy(AsGraph(graph)), "%s", "");
+  return OkStatus();
+}
+
+Status CudaApi::GraphAddEmptyNode(gpu::GpuGraph graph,
+                                  std::span<const gpu::GpuGraphNode> deps,
+                                  gpu::GpuGraphNode* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CUgraphNode node = nullptr;
+  CU(cuGraphAddEmptyNode(&node, AsGraph(graph), AsNodes(deps), deps.size()),
+     "barrier node after %zu nodes", deps.size());
+  *out = node;
+  return OkStatus();
+}
+
+Status CudaApi::GraphAddKernelNode(
+    gpu::GpuGraph graph, std::span<const gpu::GpuGraphNode> deps,
+    gpu::GpuFunction function, const uint32_t grid[3], const uint32_t block[3],
+    uint32_t shared_memory, void** params, gpu::GpuGraphNode* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CUDA_KERNEL_NODE_PARAMS p = {};
+  p.func = static_cast<CUfunction>(function);
+  p.gridDimX = grid[0];
+  p.gridDimY = grid[1];
+  p.gridDimZ = grid[2];
+  p.blockDimX = block[0];
+  p.blockDimY = block[1];
+  p.blockDimZ = block[2];
+  p.sharedMemBytes = shared_memory;
+  p.kernelParams = params;
+  CUgraphNode node = nullptr;
+  CU(cuGraphAddKernelNode(&node, AsGraph(graph), AsNodes(deps), deps.size(),
+                          &p),
+     "kernel node: grid [%u, %u, %u] of blocks [%u, %u, %u]", grid[0], grid[1],
+     grid[2], block[0], block[1], block[2]);
+  *out = node;
+  return OkStatus();
+}
+
+Status CudaApi::GraphAddMemsetNode(gpu::GpuGraph graph,
+                                   std::span<const gpu::GpuGraphNode> deps,
+                                   gpu::GpuDevicePtr dst, uint32_t pattern,
+                                   size_t pattern_length, size_t count,
+                                   gpu::GpuGraphNode* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
+    return InvalidArgumentError("fill pattern of %zu bytes", pattern_length);
+  }
+  HAL_CUDA_SCOPE();
+  CUDA_MEMSET_NODE_PARAMS p = {};
+  p.dst = dst;
+  p.pitch = 0;
+  p.value = pattern;
+  p.elementSize = static_cast<unsigned int>(pattern_length);
+  p.width = count;
+  p.height = 1;
+  CUgraphNode node = nullptr;
+  CU(cuGraphAddMemsetNode(&node, AsGraph(graph), AsNodes(deps), deps.size(), &p,
+                          context_),
+     "fill node: %zu %zu-byte patterns", count, pattern_length);
+  *out = node;
+  return OkStatus();
+}
+
+Status CudaApi::GraphAddMemcpyNode(gpu::GpuGraph graph,
+                                   std::span<const gpu::GpuGraphNode> deps,
+                                   gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
+                                   size_t size, gpu::GpuGraphNode* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  // A 1D copy between unified addresses (device, managed, or pinned host
+  // memory through its device address).
+  CUDA_MEMCPY3D p = {};
+  p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p.srcDevice = src;
+  p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p.dstDevice = dst;
+  p.WidthInBytes = size;
+  p.Height = 1;
+  p.Depth = 1;
+  CUgraphNode node = nullptr;
+  CU(cuGraphAddMemcpyNode(&node, AsGraph(graph), AsNodes(deps), deps.size(), &p,
+                          context_),
+     "copy node of %zu bytes", size);
+  *out = node;
+  return OkStatus();
+}
+
+Status CudaApi::GraphAddHostNode(gpu::GpuGraph graph,
+                                 std::span<const gpu::GpuGraphNode> deps,
+                                 gpu::GpuHostFn fn, void* user_data,
+                                 gpu::GpuGraphNode* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CUDA_HOST_NODE_PARAMS p = {};
+  p.fn = fn;
+  p.userData = user_data;
+  CUgraphNode node = nullptr;
+  CU(cuGraphAddHostNode(&node, AsGraph(graph), AsNodes(deps), deps.size(), &p),
+     "host node");
+  *out = node;
+  return OkStatus();
+}
+
+Status CudaApi::GraphInstantiate(gpu::GpuGraph graph, gpu::GpuGraphExec* out) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CUgraphExec exec = nullptr;
+  CU(cuGraphInstantiateWithFlags(&exec, AsGraph(graph), 0),
+     "instantiating a command-buffer graph");
+  *out = exec;
+  return OkStatus();
+}
+
+Status CudaApi::GraphLaunch(gpu::GpuGraphExec exec, gpu::GpuStream stream) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CU(cuGraphLaunch(static_cast<CUgraphExec>(exec), AsStream(stream)),
+     "launching a command-buffer graph");
+  return OkStatus();
+}
+
+Status CudaApi::GraphExecDestroy(gpu::GpuGraphExec exec) {
+  HAL_CUDA_NEED_GRAPHS();
+  HAL_CUDA_SCOPE();
+  CU(cuGraphExecDestroy(static_cast<CUgraphExec>(exec)), "%s", "");
   return OkStatus();
 }
 

@@ -64,6 +64,33 @@ class CudaApi final : public gpu::GpuApi {
   Status LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
                       const uint32_t block[3], uint32_t shared_memory,
                       gpu::GpuStream stream, void** params) override;
+  bool SupportsGraphs() const override;
+  Status GraphCreate(gpu::GpuGraph* out) override;
+  Status GraphDestroy(gpu::GpuGraph graph) override;
+  Status GraphAddEmptyNode(gpu::GpuGraph graph,
+                           std::span<const gpu::GpuGraphNode> deps,
+                           gpu::GpuGraphNode* out) override;
+  Status GraphAddKernelNode(gpu::GpuGraph graph,
+                            std::span<const gpu::GpuGraphNode> deps,
+                            gpu::GpuFunction function, const uint32_t grid[3],
+                            const uint32_t block[3], uint32_t shared_memory,
+                            void** params, gpu::GpuGraphNode* out) override;
+  Status GraphAddMemsetNode(gpu::GpuGraph graph,
+                            std::span<const gpu::GpuGraphNode> deps,
+                            gpu::GpuDevicePtr dst, uint32_t pattern,
+                            size_t pattern_length, size_t count,
+                            gpu::GpuGraphNode* out) override;
+  Status GraphAddMemcpyNode(gpu::GpuGraph graph,
+                            std::span<const gpu::GpuGraphNode> deps,
+                            gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
+                            size_t size, gpu::GpuGraphNode* out) override;
+  Status GraphAddHostNode(gpu::GpuGraph graph,
+                          std::span<const gpu::GpuGraphNode> deps,
+                          gpu::GpuHostFn fn, void* user_data,
+                          gpu::GpuGraphNode* out) override;
+  Status GraphInstantiate(gpu::GpuGraph graph, gpu::GpuGraphExec* out) override;
+  Status GraphLaunch(gpu::GpuGraphExec exec, gpu::GpuStream stream) override;
+  Status GraphExecDestroy(gpu::GpuGraphExec exec) override;
 
  private:
   CudaApi(std::shared_ptr<const CudaSymbols> syms, CUdevice device)

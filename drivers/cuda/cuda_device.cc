@@ -101,16 +101,16 @@ StatusOr<Ref<Device>> CreateCudaDevice(const DeviceUri& uri) {
   }
   HAL_ASSIGN_OR_RETURN(uint64_t queues,
                        uri.GetUint("queues", 2, 1, kMaxQueues));
+  bool graph_mode = false;
   if (auto it = uri.params.find("command_buffer_mode");
-      it != uri.params.end() && it->second != "stream") {
+      it != uri.params.end()) {
     if (it->second == "graph") {
-      return UnimplementedError(
-          "cuda: command_buffer_mode=graph (CUgraph command buffers) is not "
-          "implemented; use command_buffer_mode=stream (docs/drivers/cuda.md)");
+      graph_mode = true;
+    } else if (it->second != "stream") {
+      return InvalidArgumentError(
+          "cuda: command_buffer_mode '%s' is not 'stream' or 'graph'",
+          it->second.c_str());
     }
-    return InvalidArgumentError(
-        "cuda: command_buffer_mode '%s' is not 'stream' or 'graph'",
-        it->second.c_str());
   }
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const CudaSymbols> syms,
                        LoadCudaSymbols(library));
@@ -161,10 +161,18 @@ StatusOr<Ref<Device>> CreateCudaDevice(const DeviceUri& uri) {
         "cuda: async_allocations=1 but device %d has no memory pools", ordinal);
   }
   options.device_memory_bytes = info.memory_bytes;
+  if (graph_mode && !api->SupportsGraphs()) {
+    return UnimplementedError(
+        "cuda: command_buffer_mode=graph but '%s' lacks the CUgraph entry "
+        "points (cuGraphCreate, cuGraphAdd*Node, cuGraphInstantiateWithFlags, "
+        "cuGraphLaunch, ...); use command_buffer_mode=stream",
+        syms->library_path.c_str());
+  }
+  options.graph_command_buffers = graph_mode;
   info.uri = uri.ToString();
   info.properties["async_allocations"] =
       options.async_allocations ? "on" : "off";
-  info.properties["command_buffer_mode"] = "stream";
+  info.properties["command_buffer_mode"] = graph_mode ? "graph" : "stream";
   return gpu::GpuDevice::Create(std::move(info), std::move(api), options);
 }
 

@@ -33,6 +33,9 @@ using GpuModule = void*;
 using GpuFunction = void*;
 using GpuDevicePtr = uint64_t;
 using GpuHostFn = void (*)(void* user_data);
+using GpuGraph = void*;
+using GpuGraphNode = void*;
+using GpuGraphExec = void*;
 
 class GpuApi {
  public:
@@ -108,6 +111,48 @@ class GpuApi {
   virtual Status LaunchKernel(GpuFunction function, const uint32_t grid[3],
                               const uint32_t block[3], uint32_t shared_memory,
                               GpuStream stream, void** params) = 0;
+
+  // Graphs (CUgraph, hipGraph_t): nodes with explicit dependencies,
+  // instantiated once and launched on a stream as one unit of stream work.
+  // SupportsGraphs is false when the library lacks the entry points, and then
+  // the others are UNIMPLEMENTED. A node runs after every node in `deps`
+  // (all of the same graph); nodes without dependencies may start at once.
+  // Node parameters are copied when the node is added.
+  virtual bool SupportsGraphs() const = 0;
+  virtual Status GraphCreate(GpuGraph* out) = 0;
+  virtual Status GraphDestroy(GpuGraph graph) = 0;
+  virtual Status GraphAddEmptyNode(GpuGraph graph,
+                                   std::span<const GpuGraphNode> deps,
+                                   GpuGraphNode* out) = 0;
+  // As LaunchKernel, as a node.
+  virtual Status GraphAddKernelNode(
+      GpuGraph graph, std::span<const GpuGraphNode> deps, GpuFunction function,
+      const uint32_t grid[3], const uint32_t block[3], uint32_t shared_memory,
+      void** params, GpuGraphNode* out) = 0;
+  // As MemsetAsync, as a node.
+  virtual Status GraphAddMemsetNode(GpuGraph graph,
+                                    std::span<const GpuGraphNode> deps,
+                                    GpuDevicePtr dst, uint32_t pattern,
+                                    size_t pattern_length, size_t count,
+                                    GpuGraphNode* out) = 0;
+  // As MemcpyAsync, as a node. Host operands must be pinned (allocated or
+  // registered) host memory, given by their device address.
+  virtual Status GraphAddMemcpyNode(GpuGraph graph,
+                                    std::span<const GpuGraphNode> deps,
+                                    GpuDevicePtr dst, GpuDevicePtr src,
+                                    size_t size, GpuGraphNode* out) = 0;
+  // `fn` runs on an API thread when the node runs; it must not call the API.
+  virtual Status GraphAddHostNode(GpuGraph graph,
+                                  std::span<const GpuGraphNode> deps,
+                                  GpuHostFn fn, void* user_data,
+                                  GpuGraphNode* out) = 0;
+  // The executable graph is independent of `graph`, which may be destroyed.
+  virtual Status GraphInstantiate(GpuGraph graph, GpuGraphExec* out) = 0;
+  // Runs the whole graph as stream work: after the work before it on
+  // `stream` (and after earlier launches of `exec`), before the work after.
+  virtual Status GraphLaunch(GpuGraphExec exec, GpuStream stream) = 0;
+  // An in-flight launch still completes (its resources are freed after).
+  virtual Status GraphExecDestroy(GpuGraphExec exec) = 0;
 };
 
 }  // namespace hal::gpu

@@ -14,6 +14,12 @@ StatusOr<Ref<Device>> GpuDevice::Create(DeviceInfo info,
                                 options.queue_count, kMaxQueues);
   }
   info.queue_count = options.queue_count;
+  if (options.graph_command_buffers && !api->SupportsGraphs()) {
+    return UnimplementedError(
+        "%s: graph command buffers need the library's graph entry points, "
+        "which it lacks; use command_buffer_mode=stream",
+        api->name());
+  }
   auto allocator = GpuAllocator::Create(api, options.device_memory_bytes);
   Ref<GpuDevice> device = Ref<GpuDevice>::Adopt(new GpuDevice(
       std::move(info), std::move(allocator), std::move(api), options));
@@ -38,6 +44,10 @@ Status GpuDevice::Initialize() {
     HAL_RETURN_IF_ERROR(api_->StreamCreate(&s));
     callback_streams_.push_back(s);
   }
+  if (options_.graph_command_buffers) {
+    graphs_ =
+        std::make_unique<GpuGraphCache>(api_, options_.graph_cache_capacity);
+  }
   pending_ = std::make_unique<GpuPendingActions>(api_, events_, streams_,
                                                  callback_streams_, this);
   return OkStatus();
@@ -46,6 +56,7 @@ Status GpuDevice::Initialize() {
 GpuDevice::~GpuDevice() {
   // Finishes issued work (and cancels the rest) before the streams go.
   pending_.reset();
+  graphs_.reset();
   for (GpuStream s : streams_) {
     api_->StreamSynchronize(s).IgnoreError();
     api_->StreamDestroy(s).IgnoreError();
@@ -236,11 +247,25 @@ Status GpuDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
     // The table's buffers must stay alive until the stream passed the work.
     std::vector<Ref<Buffer>> retained;
     for (const Binding& b : table) retained.emplace_back(b.buffer);
-    action->issue = [cb = Ref<CommandBuffer>(command_buffer),
-                     table = std::move(table), retained = std::move(retained),
-                     api = api_.get()](GpuStream stream) -> Status {
-      return ReplayCommandBufferOnStream(api, stream, *cb, table);
-    };
+    if (graphs_ && !HasIndirectDispatch(*command_buffer)) {
+      // The graph (and the pinned payload it reads) is kept by the action
+      // until the launch completed.
+      action->issue = [cb = Ref<CommandBuffer>(command_buffer),
+                       table = std::move(table), retained = std::move(retained),
+                       graphs = graphs_.get(),
+                       graph = std::shared_ptr<GpuCommandGraph>()](
+                          GpuStream stream) mutable -> Status {
+        HAL_ASSIGN_OR_RETURN(graph, graphs->Acquire(cb, table));
+        if (!graph) return OkStatus();  // nothing to run
+        return graphs->Launch(*graph, stream);
+      };
+    } else {
+      action->issue = [cb = Ref<CommandBuffer>(command_buffer),
+                       table = std::move(table), retained = std::move(retained),
+                       api = api_.get()](GpuStream stream) -> Status {
+        return ReplayCommandBufferOnStream(api, stream, *cb, table);
+      };
+    }
   }
   pending_->Enqueue(std::move(action));
   return OkStatus();

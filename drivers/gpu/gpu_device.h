@@ -16,6 +16,7 @@
 #include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_api.h"
 #include "drivers/gpu/gpu_event_pool.h"
+#include "drivers/gpu/gpu_graph_command_buffer.h"
 #include "drivers/gpu/gpu_pending_actions.h"
 #include "hal/device.h"
 
@@ -27,6 +28,12 @@ struct GpuDeviceOptions {
   // otherwise synchronous allocations when the waits are met.
   bool async_allocations = false;
   DeviceSize device_memory_bytes = 0;
+  // Command buffers as graphs (gpu_graph_command_buffer.h); otherwise
+  // replayed onto the stream (gpu_stream_command_buffer.h). Needs
+  // GpuApi::SupportsGraphs.
+  bool graph_command_buffers = false;
+  // Graphs of reusable command buffers kept for relaunch (graph mode).
+  size_t graph_cache_capacity = 32;
 };
 
 class GpuDevice final : public Device {
@@ -38,6 +45,8 @@ class GpuDevice final : public Device {
 
   GpuApi* api() const { return api_.get(); }
   const GpuDeviceOptions& options() const { return options_; }
+  // Null unless options().graph_command_buffers.
+  const GpuGraphCache* graph_cache() const { return graphs_.get(); }
 
  protected:
   StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
@@ -79,6 +88,7 @@ class GpuDevice final : public Device {
   std::shared_ptr<GpuEventPool> events_;
   std::vector<GpuStream> streams_;
   std::vector<GpuStream> callback_streams_;
+  std::unique_ptr<GpuGraphCache> graphs_;
   std::unique_ptr<GpuPendingActions> pending_;
 };
 

@@ -124,22 +124,69 @@ StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
   return Ref<ExecutableCache>::Adopt(new GpuExecutableCache(std::move(api)));
 }
 
-Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
-                         BindingTable table) {
+namespace {
+
+// The executable of `d` when this API prepared it.
+StatusOr<const GpuExecutable*> DispatchExecutable(GpuApi* api,
+                                                  const cmd::Dispatch& d) {
   const auto* exe = dynamic_cast<const GpuExecutable*>(d.executable.get());
   if (!exe || exe->api() != api) {
     return InvalidArgumentError(
         "dispatch: the %s executable was not prepared by this %s device",
         ExecutableFormatName(d.executable->format()), api->name());
   }
-  const FunctionInfo& f = exe->functions()[d.entry_point];
-  const std::string name = "dispatch of '" + f.name + "'";
+  return exe;
+}
 
+std::string DispatchName(const GpuExecutable* exe, const cmd::Dispatch& d) {
+  return "dispatch of '" + exe->functions()[d.entry_point].name + "'";
+}
+
+// The launch of `d` over `count` workgroups.
+StatusOr<GpuKernelLaunch> ResolveLaunch(const GpuExecutable* exe,
+                                        const cmd::Dispatch& d,
+                                        BindingTable table,
+                                        const uint32_t count[3]) {
+  const FunctionInfo& f = exe->functions()[d.entry_point];
+  const std::string name = DispatchName(exe, d);
+  GpuKernelLaunch launch;
+  launch.function = exe->function_handle(d.entry_point);
+  for (int i = 0; i < 3; ++i) {
+    launch.grid[i] = count[i];
+    launch.block[i] = f.workgroup_size[i];
+  }
+  launch.shared_memory = f.shared_memory_size;
+  // Parameters: binding pointers, then constants (docs/executables.md).
+  launch.pointers.resize(f.binding_count);
+  for (uint32_t i = 0; i < f.binding_count; ++i) {
+    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
+    HAL_ASSIGN_OR_RETURN(
+        launch.pointers[i],
+        DeviceAddress(r, name + ": binding " + std::to_string(i)));
+  }
+  launch.constants.assign(d.constants.begin(), d.constants.end());
+  return launch;
+}
+
+}  // namespace
+
+std::vector<void*> GpuKernelLaunch::Params() {
+  std::vector<void*> params;
+  params.reserve(pointers.size() + constants.size());
+  for (GpuDevicePtr& p : pointers) params.push_back(&p);
+  for (uint32_t& c : constants) params.push_back(&c);
+  return params;
+}
+
+Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
+                         BindingTable table) {
+  HAL_ASSIGN_OR_RETURN(const GpuExecutable* exe, DispatchExecutable(api, d));
   uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
                        d.workgroup_count[2]};
   if (d.indirect) {
     // Host round trip (see the header): no API launches with a grid read
     // from device memory.
+    const std::string name = DispatchName(exe, d);
     ResolvedRef r =
         CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
     HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
@@ -156,23 +203,23 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
       }
     }
   }
+  HAL_ASSIGN_OR_RETURN(GpuKernelLaunch launch,
+                       ResolveLaunch(exe, d, table, count));
+  if (launch.empty()) return OkStatus();
+  std::vector<void*> params = launch.Params();
+  return api->LaunchKernel(launch.function, launch.grid, launch.block,
+                           launch.shared_memory, stream, params.data());
+}
 
-  // Parameters: binding pointers, then constants (docs/executables.md).
-  std::vector<GpuDevicePtr> pointers(f.binding_count);
-  for (uint32_t i = 0; i < f.binding_count; ++i) {
-    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
-    HAL_ASSIGN_OR_RETURN(
-        pointers[i], DeviceAddress(r, name + ": binding " + std::to_string(i)));
+StatusOr<GpuKernelLaunch> ResolveGpuDispatch(GpuApi* api,
+                                             const cmd::Dispatch& d,
+                                             BindingTable table) {
+  HAL_ASSIGN_OR_RETURN(const GpuExecutable* exe, DispatchExecutable(api, d));
+  if (d.indirect) {
+    return InternalError("%s: an indirect dispatch has no grid before it runs",
+                         DispatchName(exe, d).c_str());
   }
-  if (count[0] == 0 || count[1] == 0 || count[2] == 0) return OkStatus();
-  std::vector<uint32_t> constants(d.constants.begin(), d.constants.end());
-  std::vector<void*> params;
-  params.reserve(pointers.size() + constants.size());
-  for (GpuDevicePtr& p : pointers) params.push_back(&p);
-  for (uint32_t& c : constants) params.push_back(&c);
-  return api->LaunchKernel(exe->function_handle(d.entry_point), count,
-                           f.workgroup_size, f.shared_memory_size, stream,
-                           params.data());
+  return ResolveLaunch(exe, d, table, d.workgroup_count);
 }
 
 }  // namespace hal::gpu

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "drivers/gpu/gpu_api.h"
 #include "hal/command_buffer.h"
@@ -40,5 +41,28 @@ StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
 // indirect dispatch blocks the calling thread until the stream drained.
 Status LaunchGpuDispatch(GpuApi* api, GpuStream stream,
                          const cmd::Dispatch& dispatch, BindingTable table);
+
+// A direct dispatch resolved to a kernel launch: what LaunchGpuDispatch
+// passes to GpuApi::LaunchKernel (graph command buffers add it as a node).
+struct GpuKernelLaunch {
+  GpuFunction function = nullptr;
+  uint32_t grid[3] = {};  // a zero dimension: nothing to launch
+  uint32_t block[3] = {};
+  uint32_t shared_memory = 0;
+  std::vector<GpuDevicePtr> pointers;  // one per binding
+  std::vector<uint32_t> constants;
+
+  bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+  // One pointer per kernel parameter (into this object), for the API call.
+  std::vector<void*> Params();
+  bool operator==(const GpuKernelLaunch&) const = default;
+};
+
+// Resolves a direct (not indirect) dispatch with the checks and errors of
+// LaunchGpuDispatch, without enqueueing anything. INTERNAL for an indirect
+// dispatch (its grid is known only when it runs).
+StatusOr<GpuKernelLaunch> ResolveGpuDispatch(GpuApi* api,
+                                             const cmd::Dispatch& dispatch,
+                                             BindingTable table);
 
 }  // namespace hal::gpu

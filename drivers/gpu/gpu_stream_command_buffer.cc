@@ -7,11 +7,8 @@
 
 namespace hal::gpu {
 
-namespace {
-
-// The device address of a resolved reference, or an error when its memory
-// is not there.
-StatusOr<GpuDevicePtr> DeviceAddress(const ResolvedRef& ref, const char* what) {
+StatusOr<GpuDevicePtr> CommandDeviceAddress(const ResolvedRef& ref,
+                                            const char* what) {
   auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
   if (!buffer) {
     return InvalidArgumentError("%s: buffer does not belong to a GPU device",
@@ -30,8 +27,6 @@ StatusOr<GpuDevicePtr> DeviceAddress(const ResolvedRef& ref, const char* what) {
   return buffer->device_ptr() + ref.offset;
 }
 
-}  // namespace
-
 Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                    const CommandBuffer& command_buffer,
                                    BindingTable table) {
@@ -42,13 +37,15 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
           if constexpr (std::is_same_v<T, cmd::Fill>) {
             ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst, DeviceAddress(r, "fill"));
+            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
+                                 CommandDeviceAddress(r, "fill"));
             return api->MemsetAsync(dst, c.pattern, c.pattern_length,
                                     r.length / c.pattern_length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
             ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst, DeviceAddress(r, "update"));
+            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
+                                 CommandDeviceAddress(r, "update"));
             // The payload lives in the command buffer, which the submission
             // keeps alive until the copy ran.
             const uint8_t* src = command_buffer.data().data() + c.data_offset;
@@ -59,9 +56,9 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
             ResolvedRef s = CommandBuffer::ResolveRef(c.source, table);
             ResolvedRef t = CommandBuffer::ResolveRef(c.target, table);
             HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
-                                 DeviceAddress(s, "copy source"));
+                                 CommandDeviceAddress(s, "copy source"));
             HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 DeviceAddress(t, "copy target"));
+                                 CommandDeviceAddress(t, "copy target"));
             return api->MemcpyAsync(dst, src, c.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
             return LaunchGpuDispatch(api, stream, c, table);

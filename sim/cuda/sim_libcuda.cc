@@ -30,9 +30,13 @@
 //   * Modules: PTX kernels run as the native build of the same test kernel,
 //     looked up by name (see "Modules and kernel launches" below).
 //
-// Not simulated: cubin images, graphs, timing events, the legacy default
-// stream. Scheduling is whatever the OS gives the stream threads; it is not
-// under the seed (only faults are).
+//   * Graphs: kernel, memset, memcpy (1D), host and empty nodes; a launch
+//     runs the nodes on the stream's worker in one deterministic
+//     topological order (see "Graphs" below).
+//
+// Not simulated: cubin images, graph updates and child graphs, timing
+// events, the legacy default stream. Scheduling is whatever the OS gives the
+// stream threads; it is not under the seed (only faults are).
 #include "sim/cuda/sim_libcuda.h"
 
 #include <cuda.h>
@@ -303,14 +307,11 @@ CUresult Enqueue(CUstream hstream, std::function<void()> op) {
   return CUDA_SUCCESS;
 }
 
-// A transfer or fill: counts toward the op fault, checks ranges, and is
-// skipped once the context has a sticky error.
-CUresult EnqueueWork(CUstream hstream, uintptr_t dst, uintptr_t src, size_t n,
-                     std::function<void()> work) {
-  auto* stream = reinterpret_cast<Stream*>(hstream);
-  if (!stream) return CUDA_ERROR_INVALID_HANDLE;
-  Context* ctx = stream->context;
-  return Enqueue(hstream, [ctx, dst, src, n, work = std::move(work)] {
+// A transfer or fill as stream (or graph node) work: counts toward the op
+// fault, checks ranges, and is skipped once the context has a sticky error.
+std::function<void()> WorkOp(Context* ctx, uintptr_t dst, uintptr_t src,
+                             size_t n, std::function<void()> work) {
+  return [ctx, dst, src, n, work = std::move(work)] {
     Sim& s = S();
     {
       std::lock_guard<std::mutex> lock(s.mutex);
@@ -331,7 +332,7 @@ CUresult EnqueueWork(CUstream hstream, uintptr_t dst, uintptr_t src, size_t n,
     }
     work();
     g_work_done.fetch_add(1);
-  });
+  };
 }
 
 const char* ErrorName(CUresult r) {
@@ -870,25 +871,44 @@ HALSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hstream) {
                  [dptr] { Free(static_cast<uintptr_t>(dptr), false); });
 }
 
-HALSIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
-                                     size_t bytes, CUstream hstream) {
-  HALSIM_ENTER("cuMemcpyAsync");
-  HALSIM_NEED_CONTEXT(ctx);
-  if ((!dst || !src) && bytes) return CUDA_ERROR_INVALID_VALUE;
-  return EnqueueWork(hstream, dst, src, bytes, [dst, src, bytes] {
+namespace {
+
+std::function<void()> MemcpyOp(Context* ctx, CUdeviceptr dst, CUdeviceptr src,
+                               size_t bytes) {
+  return WorkOp(ctx, dst, src, bytes, [dst, src, bytes] {
     std::memmove(reinterpret_cast<void*>(dst),
                  reinterpret_cast<const void*>(src), bytes);
   });
 }
 
 template <typename T>
-CUresult MemsetAsync(CUdeviceptr dst, T value, size_t count, CUstream hstream) {
-  if (!dst && count) return CUDA_ERROR_INVALID_VALUE;
-  if (dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
-  return EnqueueWork(hstream, dst, 0, count * sizeof(T), [dst, value, count] {
+std::function<void()> MemsetOp(Context* ctx, CUdeviceptr dst, T value,
+                               size_t count) {
+  return WorkOp(ctx, dst, 0, count * sizeof(T), [dst, value, count] {
     T* p = reinterpret_cast<T*>(dst);
     for (size_t i = 0; i < count; ++i) p[i] = value;
   });
+}
+
+}  // namespace
+
+HALSIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+                                     size_t bytes, CUstream hstream) {
+  HALSIM_ENTER("cuMemcpyAsync");
+  HALSIM_NEED_CONTEXT(ctx);
+  if ((!dst || !src) && bytes) return CUDA_ERROR_INVALID_VALUE;
+  auto* stream = reinterpret_cast<Stream*>(hstream);
+  if (!stream) return CUDA_ERROR_INVALID_HANDLE;
+  return Enqueue(hstream, MemcpyOp(stream->context, dst, src, bytes));
+}
+
+template <typename T>
+CUresult MemsetAsync(CUdeviceptr dst, T value, size_t count, CUstream hstream) {
+  if (!dst && count) return CUDA_ERROR_INVALID_VALUE;
+  if (dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+  auto* stream = reinterpret_cast<Stream*>(hstream);
+  if (!stream) return CUDA_ERROR_INVALID_HANDLE;
+  return Enqueue(hstream, MemsetOp<T>(stream->context, dst, value, count));
 }
 
 HALSIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char uc,
@@ -1151,16 +1171,18 @@ HALSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
   return CUDA_SUCCESS;
 }
 
-HALSIM_EXPORT CUresult
-cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
-               unsigned int grid_z, unsigned int block_x, unsigned int block_y,
-               unsigned int block_z, unsigned int shared_bytes,
-               CUstream hstream, void** kernel_params, void** extra) {
-  HALSIM_ENTER("cuLaunchKernel");
-  HALSIM_NEED_CONTEXT(ctx);
+namespace {
+
+// Checks a launch as cuLaunchKernel does, reads its parameters, and returns
+// the work (stream op or graph node) in `out`.
+CUresult KernelOp(Context* ctx, CUfunction hfunc, unsigned int grid_x,
+                  unsigned int grid_y, unsigned int grid_z,
+                  unsigned int block_x, unsigned int block_y,
+                  unsigned int block_z, unsigned int shared_bytes,
+                  void** kernel_params, void** extra,
+                  std::function<void()>* out) {
   auto* f = reinterpret_cast<Function*>(hfunc);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (!hstream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
   // CUDA's limits: grid x < 2^31, y and z <= 65535; 1024 threads per block,
   // 48 KiB of dynamic shared memory without an opt-in attribute.
   if (grid_x == 0 || grid_y == 0 || grid_z == 0 || grid_x > 0x7FFFFFFFu ||
@@ -1196,8 +1218,8 @@ cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
     std::memcpy(&constants[i], kernel_params[nb + i], 4);
   }
   uint32_t grid[3] = {grid_x, grid_y, grid_z};
-  return Enqueue(hstream, [ctx, f, info, pointers = std::move(pointers),
-                           constants = std::move(constants), grid] {
+  *out = [ctx, f, info, pointers = std::move(pointers),
+          constants = std::move(constants), grid] {
     Sim& s = S();
     uint32_t nb = info->binding_count;
     std::vector<uint8_t*> data(nb);
@@ -1265,7 +1287,309 @@ cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
     }
     g_kernels_run.fetch_add(1);
     g_work_done.fetch_add(1);
+  };
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+HALSIM_EXPORT CUresult
+cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
+               unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+               unsigned int block_z, unsigned int shared_bytes,
+               CUstream hstream, void** kernel_params, void** extra) {
+  HALSIM_ENTER("cuLaunchKernel");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
+  if (!hstream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
+  std::function<void()> op;
+  CUresult r = KernelOp(ctx, hfunc, grid_x, grid_y, grid_z, block_x, block_y,
+                        block_z, shared_bytes, kernel_params, extra, &op);
+  if (r != CUDA_SUCCESS) return r;
+  return Enqueue(hstream, std::move(op));
+}
+
+// ---------------------------------------------------------------------------
+// Graphs.
+//
+// A graph is its nodes in creation order, each with its dependencies (nodes
+// of the same graph, so added before it). cuGraphInstantiateWithFlags fixes
+// one execution order: a topological order that, among the nodes whose
+// dependencies all ran, always takes the one added last. It is deterministic,
+// and it differs from the recording order wherever the dependencies allow,
+// so a missing edge shows up as a wrong result instead of being hidden by
+// recording order. cuGraphLaunch enqueues the whole order as one stream op;
+// every node runs with the checks of its stream form (op faults, ranges,
+// kernel bounds, sticky errors). Launches of one executable graph run one at
+// a time in launch order, as CUDA orders them, also across streams.
+
+namespace {
+
+struct Graph;
+
+struct GraphNode {
+  Graph* graph = nullptr;
+  size_t index = 0;
+  std::vector<size_t> deps;
+  std::function<void()> run;  // empty: an empty node
+};
+
+struct Graph {
+  Context* context = nullptr;
+  std::vector<std::unique_ptr<GraphNode>> nodes;
+};
+
+std::atomic<uint64_t> g_graphs_run{0};
+
+struct GraphExecState {
+  std::vector<std::function<void()>> order;
+  uint64_t launched = 0;  // tickets handed out (under the sim lock)
+  uint64_t finished = 0;  // launches that ran
+};
+
+struct GraphExec {
+  Context* context = nullptr;
+  std::shared_ptr<GraphExecState> state;  // shared with in-flight launches
+};
+
+// Adds a node after checking the handles and dependencies.
+CUresult AddNode(CUgraphNode* out, CUgraph hgraph, const CUgraphNode* deps,
+                 size_t num_deps, std::function<void()> run) {
+  auto* graph = reinterpret_cast<Graph*>(hgraph);
+  if (!out || !graph || (num_deps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  auto node = std::make_unique<GraphNode>();
+  node->graph = graph;
+  node->index = graph->nodes.size();
+  for (size_t i = 0; i < num_deps; ++i) {
+    auto* dep = reinterpret_cast<GraphNode*>(deps[i]);
+    if (!dep || dep->graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    if (std::find(node->deps.begin(), node->deps.end(), dep->index) !=
+        node->deps.end()) {
+      return CUDA_ERROR_INVALID_VALUE;  // CUDA forbids duplicate entries
+    }
+    node->deps.push_back(dep->index);
+  }
+  node->run = std::move(run);
+  *out = reinterpret_cast<CUgraphNode>(node.get());
+  graph->nodes.push_back(std::move(node));
+  return CUDA_SUCCESS;
+}
+
+// The address a 1D CUDA_MEMCPY3D operand names, or 0 for forms the
+// simulator does not have (arrays, 2D/3D offsets).
+uintptr_t MemcpyOperand(CUmemorytype type, const void* host, CUdeviceptr device,
+                        CUarray array, size_t x, size_t y, size_t z) {
+  if (array || y || z) return 0;
+  switch (type) {
+    case CU_MEMORYTYPE_HOST:
+      return host ? reinterpret_cast<uintptr_t>(host) + x : 0;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+      return device ? static_cast<uintptr_t>(device) + x : 0;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+HALSIM_EXPORT CUresult cuGraphCreate(CUgraph* phgraph, unsigned int flags) {
+  HALSIM_ENTER("cuGraphCreate");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!phgraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* graph = new Graph();
+  graph->context = ctx;
+  *phgraph = reinterpret_cast<CUgraph>(graph);
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult cuGraphDestroy(CUgraph hgraph) {
+  HALSIM_ENTER("cuGraphDestroy");
+  HALSIM_NEED_INIT();
+  if (!hgraph) return CUDA_ERROR_INVALID_VALUE;
+  delete reinterpret_cast<Graph*>(hgraph);
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phnode, CUgraph hgraph,
+                                           const CUgraphNode* deps,
+                                           size_t num_deps) {
+  HALSIM_ENTER("cuGraphAddEmptyNode");
+  HALSIM_NEED_CONTEXT(ctx);
+  return AddNode(phnode, hgraph, deps, num_deps, nullptr);
+}
+
+HALSIM_EXPORT CUresult cuGraphAddKernelNode(
+    CUgraphNode* phnode, CUgraph hgraph, const CUgraphNode* deps,
+    size_t num_deps, const CUDA_KERNEL_NODE_PARAMS* params) {
+  HALSIM_ENTER("cuGraphAddKernelNode");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!params || !hgraph) return CUDA_ERROR_INVALID_VALUE;
+  if (!params->func) return CUDA_ERROR_NOT_SUPPORTED;  // CUkernel handles
+  // Parameters are copied now, as CUDA does.
+  std::function<void()> op;
+  CUresult r = KernelOp(reinterpret_cast<Graph*>(hgraph)->context, params->func,
+                        params->gridDimX, params->gridDimY, params->gridDimZ,
+                        params->blockDimX, params->blockDimY, params->blockDimZ,
+                        params->sharedMemBytes, params->kernelParams,
+                        params->extra, &op);
+  if (r != CUDA_SUCCESS) return r;
+  return AddNode(phnode, hgraph, deps, num_deps, std::move(op));
+}
+
+HALSIM_EXPORT CUresult cuGraphAddMemsetNode(
+    CUgraphNode* phnode, CUgraph hgraph, const CUgraphNode* deps,
+    size_t num_deps, const CUDA_MEMSET_NODE_PARAMS* params, CUcontext hctx) {
+  HALSIM_ENTER("cuGraphAddMemsetNode");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!params || !hgraph || !hctx) return CUDA_ERROR_INVALID_VALUE;
+  auto* graph = reinterpret_cast<Graph*>(hgraph);
+  if (reinterpret_cast<Context*>(hctx) != graph->context) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (params->height != 1) {
+    std::fprintf(stderr,
+                 "halsim_cuda: 2D memset nodes are not simulated (height "
+                 "%zu)\n",
+                 params->height);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  CUdeviceptr dst = params->dst;
+  size_t n = params->width;
+  unsigned int size = params->elementSize;
+  if (!dst || (size != 1 && size != 2 && size != 4) || dst % size) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::function<void()> op;
+  if (size == 1) {
+    op = MemsetOp<unsigned char>(graph->context, dst,
+                                 static_cast<unsigned char>(params->value), n);
+  } else if (size == 2) {
+    op = MemsetOp<unsigned short>(
+        graph->context, dst, static_cast<unsigned short>(params->value), n);
+  } else {
+    op = MemsetOp<unsigned int>(graph->context, dst, params->value, n);
+  }
+  return AddNode(phnode, hgraph, deps, num_deps, std::move(op));
+}
+
+HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
+                                            const CUgraphNode* deps,
+                                            size_t num_deps,
+                                            const CUDA_MEMCPY3D* p,
+                                            CUcontext hctx) {
+  HALSIM_ENTER("cuGraphAddMemcpyNode");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!p || !hgraph || !hctx) return CUDA_ERROR_INVALID_VALUE;
+  auto* graph = reinterpret_cast<Graph*>(hgraph);
+  if (reinterpret_cast<Context*>(hctx) != graph->context) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (p->Height != 1 || p->Depth != 1) {
+    std::fprintf(stderr,
+                 "halsim_cuda: only 1D memcpy nodes are simulated (height "
+                 "%zu, depth %zu)\n",
+                 p->Height, p->Depth);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  uintptr_t src = MemcpyOperand(p->srcMemoryType, p->srcHost, p->srcDevice,
+                                p->srcArray, p->srcXInBytes, p->srcY, p->srcZ);
+  uintptr_t dst = MemcpyOperand(p->dstMemoryType, p->dstHost, p->dstDevice,
+                                p->dstArray, p->dstXInBytes, p->dstY, p->dstZ);
+  if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
+  return AddNode(phnode, hgraph, deps, num_deps,
+                 MemcpyOp(graph->context, dst, src, p->WidthInBytes));
+}
+
+HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,
+                                          const CUgraphNode* deps,
+                                          size_t num_deps,
+                                          const CUDA_HOST_NODE_PARAMS* params) {
+  HALSIM_ENTER("cuGraphAddHostNode");
+  HALSIM_NEED_CONTEXT(ctx);
+  if (!params || !params->fn) return CUDA_ERROR_INVALID_VALUE;
+  CUhostFn fn = params->fn;
+  void* user_data = params->userData;
+  // As a host function: no CUDA calls from inside.
+  return AddNode(phnode, hgraph, deps, num_deps, [fn, user_data] {
+    t_in_host_function = true;
+    fn(user_data);
+    t_in_host_function = false;
   });
+}
+
+HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
+                                                   CUgraph hgraph,
+                                                   unsigned long long flags) {
+  HALSIM_ENTER("cuGraphInstantiateWithFlags");
+  HALSIM_NEED_CONTEXT(ctx);
+  auto* graph = reinterpret_cast<Graph*>(hgraph);
+  if (!phexec || !graph) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  // Kahn's algorithm, taking the ready node added last.
+  const size_t n = graph->nodes.size();
+  std::vector<size_t> missing(n);
+  std::vector<std::vector<size_t>> dependents(n);
+  for (size_t i = 0; i < n; ++i) {
+    missing[i] = graph->nodes[i]->deps.size();
+    for (size_t d : graph->nodes[i]->deps) dependents[d].push_back(i);
+  }
+  std::vector<size_t> ready;  // kept sorted ascending; the back runs next
+  for (size_t i = 0; i < n; ++i) {
+    if (missing[i] == 0) ready.push_back(i);
+  }
+  auto state = std::make_shared<GraphExecState>();
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    if (graph->nodes[i]->run) state->order.push_back(graph->nodes[i]->run);
+    for (size_t j : dependents[i]) {
+      if (--missing[j] == 0) {
+        ready.insert(std::upper_bound(ready.begin(), ready.end(), j), j);
+      }
+    }
+  }
+  auto* exec = new GraphExec();
+  exec->context = graph->context;
+  exec->state = std::move(state);
+  *phexec = reinterpret_cast<CUgraphExec>(exec);
+  return CUDA_SUCCESS;
+}
+
+HALSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hexec, CUstream hstream) {
+  HALSIM_ENTER("cuGraphLaunch");
+  HALSIM_NEED_CONTEXT(ctx);
+  auto* exec = reinterpret_cast<GraphExec*>(hexec);
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  if (!hstream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
+  std::shared_ptr<GraphExecState> state = exec->state;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(S().mutex);
+    ticket = state->launched++;
+  }
+  return Enqueue(hstream, [state, ticket] {
+    Sim& s = S();
+    {
+      // After the earlier launches of this executable graph.
+      std::unique_lock<std::mutex> lock(s.mutex);
+      s.cv.wait(lock, [&] { return state->finished == ticket; });
+    }
+    for (const std::function<void()>& node : state->order) node();
+    g_graphs_run.fetch_add(1);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++state->finished;
+    s.cv.notify_all();
+  });
+}
+
+HALSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hexec) {
+  HALSIM_ENTER("cuGraphExecDestroy");
+  HALSIM_NEED_INIT();
+  if (!hexec) return CUDA_ERROR_INVALID_VALUE;
+  // In-flight launches keep the node list (CUDA frees it on completion).
+  delete reinterpret_cast<GraphExec*>(hexec);
+  return CUDA_SUCCESS;
 }
 
 // ---------------------------------------------------------------------------
@@ -1324,6 +1648,16 @@ const ProcEntry kProcs[] = {
     HALSIM_PROC(cuModuleUnload)
     HALSIM_PROC(cuModuleGetFunction)
     HALSIM_PROC(cuLaunchKernel)
+    HALSIM_PROC(cuGraphCreate)
+    HALSIM_PROC(cuGraphDestroy)
+    HALSIM_PROC(cuGraphAddEmptyNode)
+    HALSIM_PROC(cuGraphAddKernelNode)
+    HALSIM_PROC(cuGraphAddMemsetNode)
+    HALSIM_PROC(cuGraphAddMemcpyNode)
+    HALSIM_PROC(cuGraphAddHostNode)
+    HALSIM_PROC(cuGraphInstantiateWithFlags)
+    HALSIM_PROC(cuGraphLaunch)
+    HALSIM_PROC(cuGraphExecDestroy)
 };
 // clang-format on
 #undef HALSIM_PROC
@@ -1373,6 +1707,10 @@ HALSIM_EXPORT uint64_t halsim_cuda_api_violations(void) {
 HALSIM_EXPORT uint64_t halsim_cuda_kernels_run(void) {
   return g_kernels_run.load();
 }
+HALSIM_EXPORT uint64_t halsim_cuda_graphs_run(void) {
+  return g_graphs_run.load();
+}
+
 HALSIM_EXPORT uint64_t halsim_cuda_stream_work_done(void) {
   return g_work_done.load();
 }

@@ -25,6 +25,8 @@ uint64_t halsim_cuda_api_violations(void);
 uint64_t halsim_cuda_stream_work_done(void);
 /* Kernel launches (cuLaunchKernel) that ran to completion without a fault. */
 uint64_t halsim_cuda_kernels_run(void);
+/* Graph launches (cuGraphLaunch) whose nodes have all run. */
+uint64_t halsim_cuda_graphs_run(void);
 /* While paused, host functions wait before they run (and block the stream
  * they are on, as CUDA's do); other streams keep running. */
 void halsim_cuda_pause_host_functions(int paused);

@@ -15,6 +15,7 @@
 #include "drivers/cuda/cuda_device.h"
 #include "drivers/cuda/cuda_dynamic_symbols.h"
 #include "drivers/cuda/cuda_status.h"
+#include "drivers/gpu/gpu_device.h"
 #include "hal/driver.h"
 #include "hal/executable.h"
 
@@ -30,6 +31,7 @@ struct SimControls {
   uint64_t (*violations)() = nullptr;
   uint64_t (*work_done)() = nullptr;
   uint64_t (*kernels_run)() = nullptr;
+  uint64_t (*graphs_run)() = nullptr;
   void (*pause)(int) = nullptr;
   int (*set_faults)(const char*) = nullptr;
 };
@@ -48,6 +50,8 @@ SimControls Controls() {
       dlsym(lib, "halsim_cuda_stream_work_done"));
   c.kernels_run =
       reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_kernels_run"));
+  c.graphs_run =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_graphs_run"));
   c.pause = reinterpret_cast<void (*)(int)>(
       dlsym(lib, "halsim_cuda_pause_host_functions"));
   c.set_faults = reinterpret_cast<int (*)(const char*)>(
@@ -151,8 +155,12 @@ TEST_F(CudaSim, EnumerationAndUris) {
   EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
   missing.devices = {};
   missing.params["command_buffer_mode"] = "graph";
+  auto graph = CreateCudaDevice(missing);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
+  missing.params["command_buffer_mode"] = "tape";
   EXPECT_EQ(CreateCudaDevice(missing).status().code(),
-            StatusCode::kUnimplemented);
+            StatusCode::kInvalidArgument);
 }
 
 BufferParams HostParams() {
@@ -337,6 +345,100 @@ TEST_F(CudaSim, LaunchFailureFailsSemaphoresWithCudaErrorName) {
   EXPECT_NE(a.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos)
       << a.ToString();
   EXPECT_EQ(b.code(), StatusCode::kDataLoss) << b.ToString();
+  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
+}
+
+// command_buffer_mode=graph: a command buffer runs as one CUgraph launch
+// (the simulator counts them), with the results of the stream path; a
+// reusable command buffer's graph is launched again while its addresses are
+// the same, and rebuilt for a binding table naming other memory.
+TEST_F(CudaSim, GraphCommandBuffersLaunchGraphsAndReuseThem) {
+  Ref<Device> device = OpenSimDevice("command_buffer_mode=graph");
+  ASSERT_TRUE(device);
+  auto* gpu_device = dynamic_cast<gpu::GpuDevice*>(device.get());
+  ASSERT_NE(gpu_device, nullptr);
+  const gpu::GpuGraphCache* graphs = gpu_device->graph_cache();
+  ASSERT_NE(graphs, nullptr);
+  auto a = device->allocator()->AllocateBuffer(HostParams(), 256);
+  auto b = device->allocator()->AllocateBuffer(HostParams(), 256);
+  auto c = device->allocator()->AllocateBuffer(HostParams(), 256);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto cb = device->CreateCommandBuffer(CommandBufferMode::kReusable,
+                                        CommandCategory::kAny, 1, 1);
+  ASSERT_TRUE(cb.ok()) << cb.status().ToString();
+  const uint8_t x = 0x11;
+  const uint16_t y = 0x2233;
+  const uint32_t word = 0xA1B2C3D4u;
+  ASSERT_TRUE((*cb)->Begin().ok());
+  // Two fills that may run concurrently, then a copy and an update after a
+  // barrier.
+  ASSERT_TRUE(
+      (*cb)->FillBuffer(BufferRef::Direct(a->get(), 0, 128), &x, 1).ok());
+  ASSERT_TRUE(
+      (*cb)->FillBuffer(BufferRef::Direct(a->get(), 128, 128), &y, 2).ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE(
+      (*cb)
+          ->CopyBuffer(BufferRef::Direct(a->get()), BufferRef::Slot(0), 256)
+          .ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE((*cb)->UpdateBuffer(&word, BufferRef::Slot(0, 4, 4)).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+
+  auto s = device->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  const uint64_t graphs_before = controls_.graphs_run();
+  auto run = [&](Buffer* target, uint64_t value) {
+    ASSERT_TRUE(target->MapZero(0, 256).ok());
+    SemaphorePoint signal{s->get(), value};
+    Binding binding{target, 0, 256};
+    ASSERT_TRUE(
+        device->QueueExecute(1, {}, {&signal, 1}, cb->get(), {&binding, 1})
+            .ok());
+    Status waited = (*s)->Wait(value, Timeout::After(std::chrono::seconds(20)));
+    ASSERT_TRUE(waited.ok()) << waited.ToString();
+    uint8_t bytes[256];
+    ASSERT_TRUE(target->MapRead(0, bytes, sizeof(bytes)).ok());
+    for (int i = 0; i < 256; ++i) {
+      uint8_t want = i < 128 ? 0x11 : (i % 2 ? 0x22 : 0x33);
+      if (i >= 4 && i < 8) want = static_cast<uint8_t>(word >> (8 * (i - 4)));
+      ASSERT_EQ(bytes[i], want) << "byte " << i;
+    }
+  };
+  run(b->get(), 1);
+  run(b->get(), 2);
+  EXPECT_EQ(graphs->graphs_built(), 1u);
+  EXPECT_EQ(graphs->graphs_reused(), 1u);
+  run(c->get(), 3);  // other memory in the table: a new graph
+  EXPECT_EQ(graphs->graphs_built(), 2u);
+  EXPECT_EQ(controls_.graphs_run() - graphs_before, 3u);
+  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
+}
+
+// Graph nodes count toward the simulator's faults as stream work does: a
+// failed fill node is a sticky CUDA_ERROR_LAUNCH_FAILED that fails the
+// signal with the CUDA error name.
+TEST_F(CudaSim, GraphLaunchFaultFailsSignal) {
+  Ref<Device> device = OpenSimDevice("command_buffer_mode=graph");
+  ASSERT_TRUE(device);
+  auto a = device->allocator()->AllocateBuffer(HostParams(), 256);
+  ASSERT_TRUE(a.ok());
+  auto cb = device->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                        CommandCategory::kAny, 1, 0);
+  ASSERT_TRUE(cb.ok());
+  const uint8_t x = 7;
+  ASSERT_TRUE((*cb)->Begin().ok());
+  ASSERT_TRUE((*cb)->FillBuffer(BufferRef::Direct(a->get()), &x, 1).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+  ASSERT_EQ(controls_.set_faults("op=1"), 0);
+  auto s = device->CreateSemaphore(0);
+  SemaphorePoint s1{s->get(), 1};
+  ASSERT_TRUE(device->QueueExecute(1, {}, {&s1, 1}, cb->get()).ok());
+  Status waited = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(waited.code(), StatusCode::kDataLoss) << waited.ToString();
+  EXPECT_NE(waited.message().find("CUDA_ERROR_LAUNCH_FAILED"),
+            std::string::npos)
+      << waited.ToString();
   EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
 }
 
