@@ -9,20 +9,6 @@
 namespace hal::cts {
 namespace {
 
-BufferParams HostParams() {
-  BufferParams p;
-  p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
-  p.usage = BufferUsage::kDefault | BufferUsage::kMapping;
-  return p;
-}
-
-BufferParams DeviceParams() {
-  BufferParams p;
-  p.type = MemoryType::kDeviceLocal;
-  p.usage = BufferUsage::kDefault;
-  return p;
-}
-
 class Allocator : public CtsTest {};
 
 TEST_F(Allocator, QueryCompatibilityAllocatable) {

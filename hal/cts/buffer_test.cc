@@ -8,9 +8,6 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
-
 // Reads all bytes of a host-visible buffer, failing the test on error.
 Bytes ReadAll(::hal::Buffer* buffer) {
   Bytes out(buffer->byte_length());

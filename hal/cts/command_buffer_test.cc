@@ -8,40 +8,11 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
 using HalBuffer = ::hal::Buffer;
 using HalCommandBuffer = ::hal::CommandBuffer;
-using HalSemaphore = ::hal::Semaphore;
+
 using Mode = CommandBufferMode;
 using Category = CommandCategory;
-
-std::string Diff(const Bytes& got, const Bytes& want) {
-  if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) +
-           " != " + std::to_string(want.size());
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i]) {
-      return "byte " + std::to_string(i) + ": got " + std::to_string(got[i]) +
-             ", want " + std::to_string(want[i]);
-    }
-  }
-  return "";
-}
-
-struct FailOnExit {
-  std::vector<Ref<HalSemaphore>> semaphores;
-  ~FailOnExit() {
-    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
-  }
-};
-
-uint64_t Payload(HalSemaphore* s) {
-  auto v = s->Query();
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
-  return v.ok() ? *v : ~uint64_t{0};
-}
 
 class CommandBuffer : public CtsTest {
  protected:

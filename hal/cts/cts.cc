@@ -66,11 +66,41 @@ Ref<Semaphore> CtsTest::NewSemaphore(uint64_t initial_value) {
   return s.ok() ? s.value() : Ref<Semaphore>();
 }
 
+BufferParams HostParams() {
+  BufferParams p;
+  p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
+  p.usage = BufferUsage::kDefault | BufferUsage::kMapping;
+  return p;
+}
+
+BufferParams DeviceParams() {
+  BufferParams p;
+  p.type = MemoryType::kDeviceLocal;
+  p.usage = BufferUsage::kDefault;
+  return p;
+}
+
+std::string Diff(const Bytes& got, const Bytes& want) {
+  if (got.size() != want.size()) {
+    return "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) {
+      return "byte " + std::to_string(i) + ": got " + std::to_string(got[i]) +
+             ", want " + std::to_string(want[i]);
+    }
+  }
+  return "";
+}
+
+uint64_t Payload(HalSemaphore* semaphore) {
+  auto v = semaphore->Query();
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : ~uint64_t{0};
+}
+
 Ref<Buffer> CtsTest::NewHostBuffer(DeviceSize size, uint8_t fill) {
-  BufferParams params;
-  params.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
-  params.usage = BufferUsage::kDefault | BufferUsage::kMapping;
-  auto b = allocator()->AllocateBuffer(params, size);
+  auto b = allocator()->AllocateBuffer(HostParams(), size);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   if (!b.ok()) return nullptr;
   if (size) {
@@ -80,10 +110,7 @@ Ref<Buffer> CtsTest::NewHostBuffer(DeviceSize size, uint8_t fill) {
 }
 
 Ref<Buffer> CtsTest::NewDeviceBuffer(DeviceSize size) {
-  BufferParams params;
-  params.type = MemoryType::kDeviceLocal;
-  params.usage = BufferUsage::kDefault;
-  auto b = allocator()->AllocateBuffer(params, size);
+  auto b = allocator()->AllocateBuffer(DeviceParams(), size);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   return b.ok() ? b.value() : Ref<Buffer>();
 }

@@ -118,6 +118,30 @@ class CtsTest : public ::testing::Test {
   Ref<Device> device_;
 };
 
+// Small helpers shared by the test files.
+using Bytes = std::vector<uint8_t>;
+using Points = std::vector<SemaphorePoint>;
+using HalSemaphore = ::hal::Semaphore;
+
+// HOST_LOCAL | HOST_COHERENT with mapping; DEVICE_LOCAL only.
+BufferParams HostParams();
+BufferParams DeviceParams();
+
+// "" when equal, else the first difference, for assertion messages.
+std::string Diff(const Bytes& got, const Bytes& want);
+
+// The payload, or ~0 (and a test failure) when the semaphore failed.
+uint64_t Payload(HalSemaphore* semaphore);
+
+// Fails the semaphores when the test ends, so that an early ASSERT never
+// leaves queue operations waiting on them.
+struct FailOnExit {
+  std::vector<Ref<HalSemaphore>> semaphores;
+  ~FailOnExit() {
+    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
+  }
+};
+
 // Default timeout used by helpers: long enough for a loaded CI machine, short
 // enough that a hang is reported.
 inline constexpr std::chrono::seconds kCtsTimeout{20};

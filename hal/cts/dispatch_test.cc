@@ -14,7 +14,6 @@ namespace hal::cts {
 namespace {
 
 using U32s = std::vector<uint32_t>;
-using Points = std::vector<SemaphorePoint>;
 using Refs = std::vector<BufferRef>;
 using Mode = CommandBufferMode;
 using Category = CommandCategory;

@@ -13,8 +13,6 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
 // What the test kernels must declare, written out independently of
 // test_kernels.manifest so that a drift in either shows up here.
 struct Expected {

@@ -15,20 +15,10 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
 // Long enough for work that must not run yet to show up if it does.
 constexpr std::chrono::milliseconds kShort{10};
 using HalBuffer = ::hal::Buffer;
 using HalFile = ::hal::File;
-using HalSemaphore = ::hal::Semaphore;
-
-struct FailOnExit {
-  std::vector<Ref<HalSemaphore>> semaphores;
-  ~FailOnExit() {
-    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
-  }
-};
 
 Bytes Pattern(size_t n, uint8_t seed) {
   Bytes b(n);

@@ -8,31 +8,7 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
 using HalBuffer = ::hal::Buffer;
-using HalSemaphore = ::hal::Semaphore;
-
-struct FailOnExit {
-  std::vector<Ref<HalSemaphore>> semaphores;
-  ~FailOnExit() {
-    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
-  }
-};
-
-BufferParams HostParams() {
-  BufferParams p;
-  p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
-  p.usage = BufferUsage::kDefault | BufferUsage::kMapping;
-  return p;
-}
-
-BufferParams DeviceParams() {
-  BufferParams p;
-  p.type = MemoryType::kDeviceLocal;
-  p.usage = BufferUsage::kDefault;
-  return p;
-}
 
 struct Usage {
   DeviceSize bytes;  // host + device bytes allocated now

@@ -11,43 +11,9 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
 // Long enough for work that must not run yet to show up if it does.
 constexpr std::chrono::milliseconds kShort{10};
 using HalBuffer = ::hal::Buffer;
-using HalSemaphore = ::hal::Semaphore;
-
-// "" when equal, else where the first difference is (vectors of 64 KiB are
-// unreadable in a failure message).
-std::string Diff(const Bytes& got, const Bytes& want) {
-  if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) +
-           " != " + std::to_string(want.size());
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i]) {
-      return "byte " + std::to_string(i) + ": got " + std::to_string(got[i]) +
-             ", want " + std::to_string(want[i]);
-    }
-  }
-  return "";
-}
-
-// Fails the semaphores when the test ends, so that an early ASSERT never
-// leaves queue operations waiting forever (the fixture waits for idle).
-struct FailOnExit {
-  std::vector<Ref<HalSemaphore>> semaphores;
-  ~FailOnExit() {
-    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
-  }
-};
-
-uint64_t Payload(HalSemaphore* s) {
-  auto v = s->Query();
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
-  return v.ok() ? *v : ~uint64_t{0};
-}
 
 class QueueTransfer : public CtsTest {
  protected:

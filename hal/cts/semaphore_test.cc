@@ -10,15 +10,7 @@
 namespace hal::cts {
 namespace {
 
-using HalSemaphore = ::hal::Semaphore;
-using Points = std::vector<SemaphorePoint>;
 using namespace std::chrono_literals;
-
-uint64_t Payload(HalSemaphore* s) {
-  auto v = s->Query();
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
-  return v.ok() ? *v : ~uint64_t{0};
-}
 
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(

@@ -13,24 +13,9 @@
 namespace hal::cts {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using Points = std::vector<SemaphorePoint>;
 using HalBuffer = ::hal::Buffer;
-using HalSemaphore = ::hal::Semaphore;
+
 using namespace std::chrono_literals;
-
-struct FailOnExit {
-  std::vector<Ref<HalSemaphore>> semaphores;
-  ~FailOnExit() {
-    for (auto& s : semaphores) s->Fail(CancelledError("test ended"));
-  }
-};
-
-uint64_t Payload(HalSemaphore* s) {
-  auto v = s->Query();
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
-  return v.ok() ? *v : ~uint64_t{0};
-}
 
 Bytes Range(const Bytes& b, size_t offset, size_t length) {
   return Bytes(b.begin() + offset, b.begin() + offset + length);
