@@ -1,5 +1,7 @@
 #include "property_tests/property_util.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -33,6 +35,19 @@ std::string CaseDeviceUri(uint64_t sim_seed) {
     parsed->params["seed"] = std::to_string(sim_seed);
     return parsed->ToString();
   }
+  // The CUDA driver over the CUDA API simulator: the case's seed restarts
+  // the simulator's schedule (sim/cuda/sim_libcuda.h), for the same reason.
+  const char* library = std::getenv("HAL_CUDA_LIBRARY");
+  if (parsed.ok() && parsed->driver == "cuda" && library && *library) {
+    void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    auto reset = handle ? reinterpret_cast<int (*)(uint64_t)>(
+                              dlsym(handle, "halsim_cuda_reset_schedule"))
+                        : nullptr;
+    if (reset && reset(sim_seed) == 0) {
+      RC_LOG() << "CUDA API simulator schedule seed: " << sim_seed
+               << " (HAL_SIM_SEED=" << sim_seed << " pins it)" << std::endl;
+    }
+  }
   return uri;
 }
 
@@ -51,7 +66,7 @@ void PrintBanner(const char* property) {
   std::printf(
       "property: %s\n"
       "device:   %s\n"
-      "sim seed: %s\n"
+      "sim seed: %s (the simulator's, or the CUDA API simulator's)\n"
       "A failure prints the shrunk list of HAL calls, the device URI (with "
       "the simulator seed) and RC_PARAMS=\"reproduce=...\"; rerun with both "
       "to replay it (docs/testing.md).\n",

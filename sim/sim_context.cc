@@ -26,9 +26,7 @@ SimContext::SimContext(uint64_t seed, bool checking, SimFaultPlan faults,
     : seed_(seed),
       checking_(checking),
       schedule_random_(seed),
-      // A separate stream, so that turning faults on does not change the
-      // schedule that a seed explores.
-      fault_random_(seed ^ 0x5DEECE66Dull),
+      fault_random_(seed ^ kFaultStreamSalt),
       trace_path_(std::move(trace_path)),
       faults_(faults) {}
 
@@ -36,15 +34,13 @@ SimContext::~SimContext() {
   if (trace_path_.empty()) return;
   std::ofstream f(trace_path_);
   for (const auto& line : trace_lines_) f << line << "\n";
-  f << "# seed " << seed_ << " hash " << std::hex << trace_hash_ << "\n";
+  f << "# seed " << seed_ << " hash " << std::hex << trace_hash_.value() << "\n";
   std::fprintf(stderr, "sim: trace of seed %" PRIu64 " written to %s, hash %016" PRIx64 "\n",
-               seed_, trace_path_.c_str(), trace_hash_);
+               seed_, trace_path_.c_str(), trace_hash_.value());
 }
 
 uint64_t SimContext::DrawDuration() {
-  // 1 to 16 us, with a tail: one in eight ops takes up to 8x longer.
-  uint64_t d = 1000 + schedule_random_.Below(15000);
-  if (schedule_random_.Below(8) == 0) d *= 1 + schedule_random_.Below(8);
+  uint64_t d = DrawOpDuration(schedule_random_);
   if (DrawSlow()) d *= 100;
   return d;
 }
@@ -57,13 +53,7 @@ TraceLine::TraceLine(SimContext& context)
 TraceLine::~TraceLine() { context_.Trace(line_); }
 
 void SimContext::Trace(std::string_view line) {
-  for (unsigned char c : line) {
-    trace_hash_ ^= c;
-    trace_hash_ *= 0x100000001b3ull;
-  }
-  trace_hash_ ^= '\n';
-  trace_hash_ *= 0x100000001b3ull;
-  ++trace_count_;
+  trace_hash_.AddLine(line);
   if (!trace_path_.empty()) trace_lines_.emplace_back(line);
 }
 

@@ -20,28 +20,9 @@
 #include "hal/status.h"
 #include "hal/types.h"
 #include "hal/uri.h"
+#include "sim/sim_core.h"
 
 namespace hal::sim {
-
-// SplitMix64: tiny, fast, and the same on every platform (std::
-// distributions are not, so none is used).
-class SimRandom {
- public:
-  explicit SimRandom(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n); n > 0. (The modulo bias is irrelevant here.)
-  uint64_t Below(uint64_t n) { return Next() % n; }
-  // True with probability `p` (parts per million).
-  bool Chance(uint32_t ppm) { return ppm && Below(1000000) < ppm; }
-
- private:
-  uint64_t state_;
-};
 
 // One buffer range an operation touches.
 struct SimAccess {
@@ -119,8 +100,8 @@ class SimContext {
   // Trace: every host call and device event, in order. The hash is FNV-1a
   // over the lines.
   void Trace(std::string_view line);
-  uint64_t trace_hash() const { return trace_hash_; }
-  size_t trace_size() const { return trace_count_; }
+  uint64_t trace_hash() const { return trace_hash_.value(); }
+  size_t trace_size() const { return trace_hash_.lines(); }
   const std::vector<std::string>& trace_lines() const { return trace_lines_; }
 
   // Checker: operations in flight and the ranges they touch. Returns the
@@ -169,8 +150,7 @@ class SimContext {
   SimRandom fault_random_;
   uint64_t now_ns_ = 0;
   uint64_t buffer_ids_ = 0;
-  uint64_t trace_hash_ = 0xcbf29ce484222325ull;
-  size_t trace_count_ = 0;
+  TraceHash trace_hash_;
   friend class TraceLine;
   std::string trace_scratch_;
   std::string trace_path_;

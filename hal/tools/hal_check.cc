@@ -4,9 +4,12 @@
 //   hal-check --device=sim://?queues=4 [--json[=FILE]] [--gtest_filter=...]
 //   hal-check --device=sim://?queues=4 --seeds=0..999 [--gtest_filter=...]
 //
-// --seeds=A..B runs the suite once per seed (each in its own process, with
-// `seed=N` set in the device URI) and prints the failing seeds; shard a long
-// sweep by giving each machine its own range.
+// --seeds=A..B runs the suite once per seed (each in its own process) and
+// prints the failing seeds; shard a long sweep by giving each machine its own
+// range. The seed goes to `seed=N` in the URI for the simulator (sim://) and
+// to the environment variable HALSIM_<SCHEME>_SEED for a driver over a
+// vendor-API simulator (cuda:// -> HALSIM_CUDA_SEED, read by
+// libhalsim_cuda.so).
 //
 // Exit status: 0 when every test passed or was skipped and every expected
 // failure failed; 1 otherwise; 2 for bad arguments.
@@ -16,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -141,14 +145,20 @@ int SweepSeeds(const std::string& uri, uint64_t first, uint64_t last,
                const std::vector<std::string>& gtest_flags) {
   auto parsed = hal::DeviceUri::Parse(uri);
   std::vector<uint64_t> failing;
+  const bool in_uri = parsed->driver == "sim";
+  std::string seed_env = "HALSIM_";
+  for (char c : parsed->driver) seed_env += static_cast<char>(std::toupper(c));
+  seed_env += "_SEED";
   for (uint64_t seed = first; seed <= last; ++seed) {
     hal::DeviceUri u = *parsed;
-    u.params["seed"] = std::to_string(seed);
+    if (in_uri) u.params["seed"] = std::to_string(seed);
     std::string device = "--device=" + u.ToString();
+    std::string replay = in_uri ? "" : seed_env + "=" + std::to_string(seed) + " ";
     std::vector<std::string> args = {"/proc/self/exe", device};
     args.insert(args.end(), gtest_flags.begin(), gtest_flags.end());
     pid_t pid = fork();
     if (pid == 0) {
+      if (!in_uri) setenv(seed_env.c_str(), std::to_string(seed).c_str(), 1);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -164,8 +174,8 @@ int SweepSeeds(const std::string& uri, uint64_t first, uint64_t last,
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0) {
       failing.push_back(seed);
-      std::printf("seed %llu: FAIL (replay: hal-check '%s')\n",
-                  (unsigned long long)seed, device.c_str());
+      std::printf("seed %llu: FAIL (replay: %shal-check '%s')\n",
+                  (unsigned long long)seed, replay.c_str(), device.c_str());
       std::fflush(stdout);
     }
     if (seed == last) break;  // last may be UINT64_MAX

@@ -6,12 +6,13 @@
 // GPU. It follows the CUDA documentation where the driver depends on it, and
 // reports what real CUDA punishes:
 //
-//   * Streams run their work in order on one worker thread each. An event
-//     record captures the stream position; a stream wait or an event
-//     synchronize waits for the captured record (a wait on a never-recorded
-//     event is a no-op, as in CUDA). Re-recording an event does not affect
-//     waits enqueued before.
-//   * Host functions run on the stream's worker and block the stream.
+//   * Streams are in-order queues of ops that one engine thread (the
+//     simulated GPU) runs, one op at a time, on a virtual clock; see
+//     "Scheduling" below. An event record captures the stream position; a
+//     stream wait or an event synchronize waits for the captured record (a
+//     wait on a never-recorded event is a no-op, as in CUDA). Re-recording
+//     an event does not affect waits enqueued before.
+//   * Host functions run on the engine thread and block their stream.
 //     Calling any CUDA API from inside one returns CUDA_ERROR_NOT_PERMITTED
 //     and counts a violation (halsim_cuda_api_violations).
 //   * Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when
@@ -24,19 +25,42 @@
 //   * Faults (HALSIM_CUDA_FAULTS, seeded by HALSIM_CUDA_SEED): alloc=N fails
 //     the Nth allocation with CUDA_ERROR_OUT_OF_MEMORY; op=N fails the Nth
 //     stream operation with CUDA_ERROR_LAUNCH_FAILED; late_event_us=U with
-//     late_event_ppm=P delays an event's completion by U us with probability
-//     P/10^6.
+//     late_event_ppm=P delays an event's completion by U virtual us with
+//     probability P/10^6.
+//   * Races: a copy, fill or stream-ordered free that runs, in virtual time,
+//     while an op of another stream touches an overlapping range (one of
+//     them writing) with no event ordering them is reported on stderr and
+//     counted (halsim_cuda_races); HALSIM_CUDA_RACES=abort aborts instead.
 //
 //   * Modules: PTX kernels run as the native build of the same test kernel,
 //     looked up by name (see "Modules and kernel launches" below).
 //
 //   * Graphs: kernel, memset, memcpy (1D), host and empty nodes; a launch
-//     runs the nodes on the stream's worker in one deterministic
-//     topological order (see "Graphs" below).
+//     runs the nodes as one stream op in one deterministic topological
+//     order (see "Graphs" below).
+//
+// Scheduling. HALSIM_CUDA_SEED drives it, with the same primitives as the
+// HAL simulator (sim/sim_core.h). The engine completes ops in virtual-time
+// order: when an op reaches the head of its stream and its wait (event,
+// earlier graph launch, unpaused host functions) is met, it starts at the
+// current virtual time with a seeded duration; the started op with the
+// earliest finish completes next, and its effects (memory, event, host
+// function) happen then. So which stream's work lands first is the seed's
+// choice, not the OS scheduler's. Each completion is a trace line, hashed
+// (halsim_cuda_trace_hash; HALSIM_CUDA_TRACE=path writes the lines).
+// The engine takes a step only once the host has been quiet: no thread in a
+// CUDA call (threads blocked in a synchronize call do not count) and none
+// returned from one for the settle window (HALSIM_CUDA_SETTLE_US, 100 by
+// default; 0 runs free), and it waits a fresh window after each host
+// function, so that the host's reaction is submitted before the device moves
+// on. The same seed and the same host calls therefore give the same trace.
+// What is not under the seed: a host thread that stalls longer than the
+// window between two calls of one submission, and host threads that never
+// go quiet (after 20 ms the engine steps anyway and counts it in
+// halsim_cuda_unsettled_steps).
 //
 // Not simulated: cubin images, graph updates and child graphs, timing
-// events, the legacy default stream. Scheduling is whatever the OS gives the
-// stream threads; it is not under the seed (only faults are).
+// events, the legacy default stream.
 #include "sim/cuda/sim_libcuda.h"
 
 #include <cuda.h>
@@ -46,6 +70,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +84,7 @@
 #include <thread>
 #include <vector>
 
+#include "sim/sim_core.h"
 #include "sim/sim_kernel_abi.h"
 
 #define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -68,12 +94,7 @@ namespace {
 constexpr int kSimDriverVersion = 13000;
 constexpr size_t kDeviceMemoryBytes = size_t{16} << 30;
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using hal::sim::SimRandom;
 
 struct FaultPlan {
   uint64_t alloc = 0;  // fail the Nth allocation
@@ -128,13 +149,30 @@ struct SimEvent {
   CUresult result = CUDA_SUCCESS;
 };
 
+// One stream op. `ready` (under the lock) says whether the op at the head
+// may start; `run` is its effect at completion, called without the lock.
+struct StreamOp {
+  const char* name = "op";
+  std::function<bool()> ready;  // empty: ready at the head
+  std::function<void()> run;    // empty: no effect (barrier-like)
+  bool zero_time = false;       // waits: complete as soon as they start
+  bool host = false;            // runs host code: the host reacts to it
+  uint64_t extra_ns = 0;        // added to the drawn duration (late events)
+  uint64_t bytes = 0;           // for the trace
+  // Ranges for the race checker (copies, fills, frees); [0, 0) = none.
+  uintptr_t write_begin = 0, write_end = 0;
+  uintptr_t read_begin = 0, read_end = 0;
+};
+
 struct Stream {
   Context* context = nullptr;
-  std::deque<std::function<void()>> ops;
+  uint64_t id = 0;  // creation order: trace names and tie-breaks
+  std::deque<StreamOp> ops;
   uint64_t enqueued = 0;
   uint64_t completed = 0;
-  bool stop = false;
-  std::thread worker;
+  bool head_started = false;  // the head op is in flight (virtual time)
+  uint64_t head_start = 0;
+  uint64_t head_finish = 0;
 };
 
 struct Context {
@@ -150,7 +188,9 @@ struct Sim {
   bool initialized = false;
   int device_count = 1;
   uint64_t seed = 0;
-  uint64_t rng = 0;
+  bool schedule_reset = false;
+  SimRandom schedule{0};  // durations
+  SimRandom fault_random{0};
   FaultPlan faults;
   uint64_t allocs = 0;
   uint64_t stream_ops = 0;
@@ -158,11 +198,27 @@ struct Sim {
   std::map<uintptr_t, Allocation> allocations;
   size_t device_bytes = 0;
   bool host_functions_paused = false;
+  // The engine (see "Scheduling" above).
+  std::vector<Stream*> streams;  // creation order
+  uint64_t next_stream_id = 0;
+  uint64_t trace_stream_base = 0;  // stream ids in the trace count from here
+  bool engine_started = false;
+  uint64_t now_ns = 0;  // virtual
+  int64_t settle_ns = 100000;
+  int sync_waiters = 0;  // threads blocked in synchronize calls
+  uint64_t unsettled_steps = 0;
+  uint64_t races = 0;
+  bool abort_on_race = false;
+  hal::sim::TraceHash trace;
+  std::FILE* trace_file = nullptr;
+  // Updated by every API call without the lock.
+  std::atomic<int> active_calls{0};
+  std::atomic<int64_t> last_activity_ns{0};
 };
 
 Sim& S() {
   static Sim* sim =
-      new Sim();  // never destroyed: stream threads may outlive exit
+      new Sim();  // never destroyed: the engine thread may outlive exit
   return *sim;
 }
 
@@ -178,18 +234,47 @@ std::atomic<uint64_t> g_work_done{0};
 thread_local bool t_in_host_function HALSIM_TLS = false;
 thread_local std::vector<Context*> t_context_stack HALSIM_TLS;
 
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks a thread inside a CUDA call, for the engine's settle rule.
+struct ApiCall {
+  ApiCall() { S().active_calls.fetch_add(1); }
+  ~ApiCall() {
+    S().last_activity_ns.store(SteadyNs());
+    S().active_calls.fetch_sub(1);
+  }
+};
+
+// Inside a call, while the thread blocks until the device gets somewhere:
+// the engine may step meanwhile. Under the lock.
+struct Blocked {
+  Blocked() {
+    S().active_calls.fetch_sub(1);
+    ++S().sync_waiters;
+  }
+  ~Blocked() {
+    --S().sync_waiters;
+    S().active_calls.fetch_add(1);
+  }
+};
+
+CUresult HostFunctionViolation(const char* name) {
+  g_violations.fetch_add(1);
+  std::fprintf(stderr,
+               "halsim_cuda: %s called from a host function; CUDA forbids "
+               "API calls in cuLaunchHostFunc callbacks\n",
+               name);
+  return CUDA_ERROR_NOT_PERMITTED;
+}
+
 // Every entry point starts here: host functions may not call CUDA.
-#define HALSIM_ENTER(name)                                              \
-  do {                                                                  \
-    if (t_in_host_function) {                                           \
-      g_violations.fetch_add(1);                                        \
-      std::fprintf(stderr,                                              \
-                   "halsim_cuda: %s called from a host function; CUDA " \
-                   "forbids API calls in cuLaunchHostFunc callbacks\n", \
-                   name);                                               \
-      return CUDA_ERROR_NOT_PERMITTED;                                  \
-    }                                                                   \
-  } while (0)
+#define HALSIM_ENTER(name)                                 \
+  if (t_in_host_function) return HostFunctionViolation(name); \
+  ApiCall halsim_api_call_
 
 #define HALSIM_NEED_INIT()                                   \
   do {                                                       \
@@ -280,23 +365,169 @@ CUresult Free(uintptr_t p, bool host) {
   return CUDA_SUCCESS;
 }
 
-void StreamMain(Stream* stream) {
+// --- The engine (see "Scheduling" at the top). ---
+
+// Under the lock (released while it waits): returns once the host has been
+// quiet for the settle window, or after kMaxSettleNs of activity.
+constexpr int64_t kMaxSettleNs = 20'000'000;
+void SettleLocked(std::unique_lock<std::mutex>& lock) {
+  Sim& s = S();
+  if (s.settle_ns <= 0) return;
+  const int64_t start = SteadyNs();
+  for (;;) {
+    const int64_t now = SteadyNs();
+    const int64_t quiet = now - s.last_activity_ns.load();
+    if (s.active_calls.load() == 0 && quiet >= s.settle_ns) return;
+    if (now - start > kMaxSettleNs) {
+      ++s.unsettled_steps;
+      return;
+    }
+    int64_t wait = s.settle_ns - quiet;
+    s.cv.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(
+                            wait, 20'000)));
+  }
+}
+
+void TraceLocked(const char* text) {
+  Sim& s = S();
+  s.trace.AddLine(text);
+  if (s.trace_file) {
+    std::fprintf(s.trace_file, "%s\n", text);
+    std::fflush(s.trace_file);
+  }
+}
+
+bool RangesOverlap(uintptr_t a0, uintptr_t a1, uintptr_t b0, uintptr_t b1) {
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
+// Under the lock: `stream`'s head just started; compares it with the ops in
+// flight on other streams.
+void CheckRacesLocked(Stream* stream) {
+  Sim& s = S();
+  const StreamOp& op = stream->ops.front();
+  if (op.write_begin == op.write_end && op.read_begin == op.read_end) return;
+  for (Stream* other : s.streams) {
+    if (other == stream || !other->head_started ||
+        other->head_finish <= stream->head_start) {
+      continue;
+    }
+    const StreamOp& o = other->ops.front();
+    const char* what = nullptr;
+    if (RangesOverlap(op.write_begin, op.write_end, o.write_begin,
+                      o.write_end)) {
+      what = "both write";
+    } else if (RangesOverlap(op.write_begin, op.write_end, o.read_begin,
+                             o.read_end)) {
+      what = "the first writes what the second reads";
+    } else if (RangesOverlap(op.read_begin, op.read_end, o.write_begin,
+                             o.write_end)) {
+      what = "the second writes what the first reads";
+    }
+    if (!what) continue;
+    ++s.races;
+    std::fprintf(stderr,
+                 "halsim_cuda: race (seed %llu, virtual t=%llu ns): %s on "
+                 "stream %llu [0x%llx, 0x%llx) and %s on stream %llu "
+                 "[0x%llx, 0x%llx) run at the same time and %s; no event "
+                 "orders them\n",
+                 (unsigned long long)s.seed,
+                 (unsigned long long)stream->head_start, op.name,
+                 (unsigned long long)(stream->id - s.trace_stream_base),
+                 (unsigned long long)(op.write_begin != op.write_end
+                                          ? op.write_begin
+                                          : op.read_begin),
+                 (unsigned long long)(op.write_begin != op.write_end
+                                          ? op.write_end
+                                          : op.read_end),
+                 o.name,
+                 (unsigned long long)(other->id - s.trace_stream_base),
+                 (unsigned long long)(o.write_begin != o.write_end
+                                          ? o.write_begin
+                                          : o.read_begin),
+                 (unsigned long long)(o.write_begin != o.write_end
+                                          ? o.write_end
+                                          : o.read_end),
+                 what);
+    if (s.abort_on_race) std::abort();
+  }
+}
+
+// Under the lock: starts every head op that may start (in stream creation
+// order, so the duration draws follow the seed) and returns the stream whose
+// op finishes first, or null when nothing can run.
+Stream* StartReadyHeadsLocked() {
+  Sim& s = S();
+  Stream* next = nullptr;
+  for (Stream* stream : s.streams) {
+    if (stream->ops.empty()) continue;
+    if (!stream->head_started) {
+      StreamOp& op = stream->ops.front();
+      if (op.ready && !op.ready()) continue;
+      stream->head_started = true;
+      stream->head_start = s.now_ns;
+      stream->head_finish =
+          s.now_ns +
+          (op.zero_time ? 0 : hal::sim::DrawOpDuration(s.schedule)) +
+          op.extra_ns;
+      CheckRacesLocked(stream);
+    }
+    if (!next || stream->head_finish < next->head_finish) next = stream;
+  }
+  return next;
+}
+
+void EngineMain() {
   Sim& s = S();
   std::unique_lock<std::mutex> lock(s.mutex);
-  while (true) {
-    s.cv.wait(lock, [&] { return stream->stop || !stream->ops.empty(); });
-    if (stream->ops.empty()) return;
-    std::function<void()> op = std::move(stream->ops.front());
-    stream->ops.pop_front();
+  for (;;) {
+    bool any = false;
+    for (Stream* stream : s.streams) any = any || !stream->ops.empty();
+    if (!any) {
+      s.cv.wait(lock);
+      continue;
+    }
+    SettleLocked(lock);
+    Stream* next = StartReadyHeadsLocked();
+    if (!next) {
+      s.cv.wait(lock);  // every head waits (on an event, a paused host fn)
+      continue;
+    }
+    s.now_ns = next->head_finish;
+    StreamOp& op = next->ops.front();
+    char line[160];
+    std::snprintf(line, sizeof(line), "t=%llu s%llu %s %llu",
+                  (unsigned long long)s.now_ns,
+                  (unsigned long long)(next->id - s.trace_stream_base),
+                  op.name, (unsigned long long)op.bytes);
+    TraceLocked(line);
+    // The op stays at the head (and so blocks its stream) while it runs.
+    std::function<void()> run = std::move(op.run);
+    const bool host = op.host;
     lock.unlock();
-    op();
+    if (run) run();
+    run = nullptr;  // captured state goes without the lock
     lock.lock();
-    ++stream->completed;
+    next->ops.pop_front();
+    next->head_started = false;
+    ++next->completed;
+    // Let the host react before the next step: to a host function (which
+    // wakes host threads), or to a completion a blocked synchronize call
+    // may have been waiting for.
+    if (host || s.sync_waiters > 0) s.last_activity_ns.store(SteadyNs());
     s.cv.notify_all();
   }
 }
 
-CUresult Enqueue(CUstream hstream, std::function<void()> op) {
+// Under the lock.
+void StartEngineLocked() {
+  Sim& s = S();
+  if (s.engine_started) return;
+  s.engine_started = true;
+  std::thread(EngineMain).detach();
+}
+
+CUresult Enqueue(CUstream hstream, StreamOp op) {
   auto* stream = reinterpret_cast<Stream*>(hstream);
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
   Sim& s = S();
@@ -411,10 +642,29 @@ HALSIM_EXPORT CUresult cuInit(unsigned int flags) {
   Sim& s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.initialized) return CUDA_SUCCESS;
-  if (const char* seed = std::getenv("HALSIM_CUDA_SEED")) {
-    s.seed = std::strtoull(seed, nullptr, 10);
+  if (!s.schedule_reset) {  // halsim_cuda_reset_schedule came first
+    if (const char* seed = std::getenv("HALSIM_CUDA_SEED")) {
+      s.seed = std::strtoull(seed, nullptr, 10);
+    }
+    s.schedule = SimRandom(s.seed);
+    s.fault_random = SimRandom(s.seed ^ hal::sim::kFaultStreamSalt);
   }
-  s.rng = s.seed;
+  if (const char* settle = std::getenv("HALSIM_CUDA_SETTLE_US")) {
+    s.settle_ns = std::atoll(settle) * 1000;
+  }
+  if (const char* races = std::getenv("HALSIM_CUDA_RACES")) {
+    s.abort_on_race = std::strcmp(races, "abort") == 0;
+  }
+  if (const char* trace = std::getenv("HALSIM_CUDA_TRACE"); trace && *trace) {
+    s.trace_file = std::fopen(trace, "w");
+    if (!s.trace_file) {
+      std::fprintf(stderr, "halsim_cuda: cannot write the trace to %s\n",
+                   trace);
+    } else {
+      std::fprintf(s.trace_file, "# halsim_cuda seed %llu\n",
+                   (unsigned long long)s.seed);
+    }
+  }
   if (const char* faults = std::getenv("HALSIM_CUDA_FAULTS")) {
     if (!ParseFaults(faults, &s.faults)) {
       std::fprintf(stderr, "halsim_cuda: malformed HALSIM_CUDA_FAULTS '%s'\n",
@@ -610,7 +860,12 @@ HALSIM_EXPORT CUresult cuStreamCreate(CUstream* phstream, unsigned int flags) {
     return CUDA_ERROR_INVALID_VALUE;
   auto* stream = new Stream();
   stream->context = ctx;
-  stream->worker = std::thread(StreamMain, stream);
+  {
+    std::lock_guard<std::mutex> lock(S().mutex);
+    stream->id = S().next_stream_id++;
+    S().streams.push_back(stream);
+    StartEngineLocked();
+  }
   *phstream = reinterpret_cast<CUstream>(stream);
   return CUDA_SUCCESS;
 }
@@ -622,12 +877,13 @@ HALSIM_EXPORT CUresult cuStreamDestroy(CUstream hstream) {
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;
   // CUDA returns at once and releases the stream when its work is done; the
   // simulator drains it here, which the caller cannot tell apart.
+  Sim& s = S();
   {
-    std::lock_guard<std::mutex> lock(S().mutex);
-    stream->stop = true;
-    S().cv.notify_all();
+    std::unique_lock<std::mutex> lock(s.mutex);
+    Blocked blocked;
+    s.cv.wait(lock, [&] { return stream->ops.empty(); });
+    s.streams.erase(std::find(s.streams.begin(), s.streams.end(), stream));
   }
-  stream->worker.join();
   delete stream;
   return CUDA_SUCCESS;
 }
@@ -640,6 +896,7 @@ HALSIM_EXPORT CUresult cuStreamSynchronize(CUstream hstream) {
   Sim& s = S();
   std::unique_lock<std::mutex> lock(s.mutex);
   uint64_t target = stream->enqueued;
+  Blocked blocked;
   s.cv.wait(lock, [&] { return stream->completed >= target; });
   return stream->context->sticky;
 }
@@ -661,9 +918,11 @@ HALSIM_EXPORT CUresult cuEventDestroy(CUevent hevent) {
   auto* event = reinterpret_cast<SimEvent*>(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   // CUDA defers the release until a pending record completed; so do we.
-  std::unique_lock<std::mutex> lock(S().mutex);
-  S().cv.wait(lock, [&] { return event->done >= event->generation; });
-  lock.unlock();
+  {
+    std::unique_lock<std::mutex> lock(S().mutex);
+    Blocked blocked;
+    S().cv.wait(lock, [&] { return event->done >= event->generation; });
+  }
   delete event;
   return CUDA_SUCCESS;
 }
@@ -679,18 +938,20 @@ HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
     Sim& s = S();
     std::lock_guard<std::mutex> lock(s.mutex);
     generation = ++event->generation;
-    if (s.faults.late_event_ppm &&
-        SplitMix64(s.rng) % 1000000 < s.faults.late_event_ppm) {
+    if (s.fault_random.Chance(
+            static_cast<uint32_t>(s.faults.late_event_ppm))) {
       delay_us = s.faults.late_event_us;
     }
   }
-  return Enqueue(hstream, [event, generation, delay_us, ctx] {
-    if (delay_us)
-      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  StreamOp op;
+  op.name = delay_us ? "record(late)" : "record";
+  op.extra_ns = delay_us * 1000;
+  op.run = [event, generation, ctx] {
     std::lock_guard<std::mutex> lock(S().mutex);
     event->result = ctx->sticky;
     if (event->done < generation) event->done = generation;
-  });
+  };
+  return Enqueue(hstream, std::move(op));
 }
 
 HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {
@@ -710,6 +971,7 @@ HALSIM_EXPORT CUresult cuEventSynchronize(CUevent hevent) {
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   std::unique_lock<std::mutex> lock(S().mutex);
   uint64_t generation = event->generation;
+  Blocked blocked;
   S().cv.wait(lock, [&] { return event->done >= generation; });
   return event->result;
 }
@@ -726,10 +988,11 @@ HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
     generation = event->generation;  // the record this wait captures
   }
   if (generation == 0) return CUDA_SUCCESS;  // never recorded: no-op
-  return Enqueue(hstream, [event, generation] {
-    std::unique_lock<std::mutex> lock(S().mutex);
-    S().cv.wait(lock, [&] { return event->done >= generation; });
-  });
+  StreamOp op;
+  op.name = "wait";
+  op.zero_time = true;
+  op.ready = [event, generation] { return event->done >= generation; };
+  return Enqueue(hstream, std::move(op));
 }
 
 HALSIM_EXPORT CUresult cuLaunchHostFunc(CUstream hstream, CUhostFn fn,
@@ -738,16 +1001,17 @@ HALSIM_EXPORT CUresult cuLaunchHostFunc(CUstream hstream, CUhostFn fn,
   HALSIM_NEED_CONTEXT(ctx);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   g_launched.fetch_add(1);
-  return Enqueue(hstream, [fn, user_data] {
-    {
-      std::unique_lock<std::mutex> lock(S().mutex);
-      S().cv.wait(lock, [] { return !S().host_functions_paused; });
-    }
+  StreamOp op;
+  op.name = "host_function";
+  op.host = true;
+  op.ready = [] { return !S().host_functions_paused; };
+  op.run = [fn, user_data] {
     t_in_host_function = true;
     fn(user_data);
     t_in_host_function = false;
     g_run.fetch_add(1);
-  });
+  };
+  return Enqueue(hstream, std::move(op));
 }
 
 // ---------------------------------------------------------------------------
@@ -859,6 +1123,8 @@ HALSIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr,
 HALSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hstream) {
   HALSIM_ENTER("cuMemFreeAsync");
   HALSIM_NEED_CONTEXT(ctx);
+  StreamOp op;
+  op.name = "free";
   {
     std::lock_guard<std::mutex> lock(S().mutex);
     auto it = S().allocations.find(static_cast<uintptr_t>(dptr));
@@ -866,9 +1132,12 @@ HALSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hstream) {
         it->second.kind == Allocation::kRegistered) {
       return CUDA_ERROR_INVALID_VALUE;
     }
+    // Freeing races with any use of the memory that is not ordered before.
+    op.write_begin = it->first;
+    op.write_end = it->first + it->second.size;
   }
-  return Enqueue(hstream,
-                 [dptr] { Free(static_cast<uintptr_t>(dptr), false); });
+  op.run = [dptr] { Free(static_cast<uintptr_t>(dptr), false); };
+  return Enqueue(hstream, std::move(op));
 }
 
 namespace {
@@ -899,7 +1168,15 @@ HALSIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
   if ((!dst || !src) && bytes) return CUDA_ERROR_INVALID_VALUE;
   auto* stream = reinterpret_cast<Stream*>(hstream);
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;
-  return Enqueue(hstream, MemcpyOp(stream->context, dst, src, bytes));
+  StreamOp op;
+  op.name = "memcpy";
+  op.bytes = bytes;
+  op.write_begin = dst;
+  op.write_end = dst + bytes;
+  op.read_begin = src;
+  op.read_end = src + bytes;
+  op.run = MemcpyOp(stream->context, dst, src, bytes);
+  return Enqueue(hstream, std::move(op));
 }
 
 template <typename T>
@@ -908,7 +1185,13 @@ CUresult MemsetAsync(CUdeviceptr dst, T value, size_t count, CUstream hstream) {
   if (dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
   auto* stream = reinterpret_cast<Stream*>(hstream);
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;
-  return Enqueue(hstream, MemsetOp<T>(stream->context, dst, value, count));
+  StreamOp op;
+  op.name = "memset";
+  op.bytes = count * sizeof(T);
+  op.write_begin = dst;
+  op.write_end = dst + count * sizeof(T);
+  op.run = MemsetOp<T>(stream->context, dst, value, count);
+  return Enqueue(hstream, std::move(op));
 }
 
 HALSIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char uc,
@@ -1302,9 +1585,10 @@ cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
   HALSIM_NEED_CONTEXT(ctx);
   if (!hfunc) return CUDA_ERROR_INVALID_HANDLE;
   if (!hstream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
-  std::function<void()> op;
+  StreamOp op;
+  op.name = "kernel";
   CUresult r = KernelOp(ctx, hfunc, grid_x, grid_y, grid_z, block_x, block_y,
-                        block_z, shared_bytes, kernel_params, extra, &op);
+                        block_z, shared_bytes, kernel_params, extra, &op.run);
   if (r != CUDA_SUCCESS) return r;
   return Enqueue(hstream, std::move(op));
 }
@@ -1332,6 +1616,7 @@ struct GraphNode {
   size_t index = 0;
   std::vector<size_t> deps;
   std::function<void()> run;  // empty: an empty node
+  bool host = false;          // a host node
 };
 
 struct Graph {
@@ -1343,6 +1628,7 @@ std::atomic<uint64_t> g_graphs_run{0};
 
 struct GraphExecState {
   std::vector<std::function<void()>> order;
+  bool has_host_nodes = false;
   uint64_t launched = 0;  // tickets handed out (under the sim lock)
   uint64_t finished = 0;  // launches that ran
 };
@@ -1511,11 +1797,13 @@ HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,
   CUhostFn fn = params->fn;
   void* user_data = params->userData;
   // As a host function: no CUDA calls from inside.
-  return AddNode(phnode, hgraph, deps, num_deps, [fn, user_data] {
+  CUresult r = AddNode(phnode, hgraph, deps, num_deps, [fn, user_data] {
     t_in_host_function = true;
     fn(user_data);
     t_in_host_function = false;
   });
+  if (r == CUDA_SUCCESS) reinterpret_cast<GraphNode*>(*phnode)->host = true;
+  return r;
 }
 
 HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
@@ -1543,6 +1831,7 @@ HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
     size_t i = ready.back();
     ready.pop_back();
     if (graph->nodes[i]->run) state->order.push_back(graph->nodes[i]->run);
+    state->has_host_nodes = state->has_host_nodes || graph->nodes[i]->host;
     for (size_t j : dependents[i]) {
       if (--missing[j] == 0) {
         ready.insert(std::upper_bound(ready.begin(), ready.end(), j), j);
@@ -1568,19 +1857,18 @@ HALSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hexec, CUstream hstream) {
     std::lock_guard<std::mutex> lock(S().mutex);
     ticket = state->launched++;
   }
-  return Enqueue(hstream, [state, ticket] {
-    Sim& s = S();
-    {
-      // After the earlier launches of this executable graph.
-      std::unique_lock<std::mutex> lock(s.mutex);
-      s.cv.wait(lock, [&] { return state->finished == ticket; });
-    }
+  StreamOp op;
+  op.name = "graph";
+  op.host = state->has_host_nodes;
+  // After the earlier launches of this executable graph.
+  op.ready = [state, ticket] { return state->finished == ticket; };
+  op.run = [state] {
     for (const std::function<void()>& node : state->order) node();
     g_graphs_run.fetch_add(1);
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(S().mutex);
     ++state->finished;
-    s.cv.notify_all();
-  });
+  };
+  return Enqueue(hstream, std::move(op));
 }
 
 HALSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hexec) {
@@ -1728,6 +2016,49 @@ HALSIM_EXPORT int halsim_cuda_set_faults(const char* plan) {
   S().faults = parsed;
   S().allocs = 0;
   S().stream_ops = 0;
-  S().rng = S().seed;
+  S().fault_random = SimRandom(S().seed ^ hal::sim::kFaultStreamSalt);
   return 0;
+}
+
+HALSIM_EXPORT int halsim_cuda_reset_schedule(uint64_t seed) {
+  Sim& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (Stream* stream : s.streams) {
+    if (!stream->ops.empty()) return -1;
+  }
+  s.seed = seed;
+  s.schedule_reset = true;
+  s.schedule = SimRandom(seed);
+  s.fault_random = SimRandom(seed ^ hal::sim::kFaultStreamSalt);
+  s.allocs = 0;
+  s.stream_ops = 0;
+  s.now_ns = 0;
+  s.trace = hal::sim::TraceHash();
+  s.trace_stream_base = s.next_stream_id;
+  return 0;
+}
+
+HALSIM_EXPORT uint64_t halsim_cuda_seed(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().seed;
+}
+HALSIM_EXPORT uint64_t halsim_cuda_trace_hash(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().trace.value();
+}
+HALSIM_EXPORT uint64_t halsim_cuda_trace_length(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().trace.lines();
+}
+HALSIM_EXPORT uint64_t halsim_cuda_virtual_time_ns(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().now_ns;
+}
+HALSIM_EXPORT uint64_t halsim_cuda_races(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().races;
+}
+HALSIM_EXPORT uint64_t halsim_cuda_unsettled_steps(void) {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().unsettled_steps;
 }

@@ -30,6 +30,26 @@ uint64_t halsim_cuda_graphs_run(void);
 /* While paused, host functions wait before they run (and block the stream
  * they are on, as CUDA's do); other streams keep running. */
 void halsim_cuda_pause_host_functions(int paused);
+/* The seed (HALSIM_CUDA_SEED) and the schedule it drove so far: the FNV-1a
+ * hash and count of the trace lines (one per completed stream op; the lines
+ * go to HALSIM_CUDA_TRACE when set), and the virtual time in ns. Same seed +
+ * same host calls = same hash. */
+uint64_t halsim_cuda_seed(void);
+uint64_t halsim_cuda_trace_hash(void);
+uint64_t halsim_cuda_trace_length(void);
+uint64_t halsim_cuda_virtual_time_ns(void);
+/* Restarts the schedule as if HALSIM_CUDA_SEED were `seed`: the random
+ * streams, the virtual clock, the trace hash and the fault counters (the
+ * fault plan stays); streams created afterwards are numbered from 0 in the
+ * trace. Returns 0, or -1 (and changes nothing) while any stream has work. */
+int halsim_cuda_reset_schedule(uint64_t seed);
+/* Races found: copies, fills and stream-ordered frees that overlapped in
+ * virtual time with an op of another stream on the same bytes (one
+ * writing), with no event between them. */
+uint64_t halsim_cuda_races(void);
+/* Engine steps taken while the host was not quiet (after 20 ms of waiting);
+ * nonzero means the trace may not replay. */
+uint64_t halsim_cuda_unsettled_steps(void);
 /* Replaces the fault plan (same syntax as HALSIM_CUDA_FAULTS, e.g.
  * "alloc=3,op=2,late_event_us=500,late_event_ppm=250000") and restarts its
  * counters. Returns 0, or -1 for a malformed plan. */

@@ -6,8 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +37,9 @@ struct SimControls {
   uint64_t (*graphs_run)() = nullptr;
   void (*pause)(int) = nullptr;
   int (*set_faults)(const char*) = nullptr;
+  int (*reset_schedule)(uint64_t) = nullptr;
+  uint64_t (*trace_hash)() = nullptr;
+  uint64_t (*races)() = nullptr;
 };
 
 SimControls Controls() {
@@ -56,6 +62,11 @@ SimControls Controls() {
       dlsym(lib, "halsim_cuda_pause_host_functions"));
   c.set_faults = reinterpret_cast<int (*)(const char*)>(
       dlsym(lib, "halsim_cuda_set_faults"));
+  c.reset_schedule = reinterpret_cast<int (*)(uint64_t)>(
+      dlsym(lib, "halsim_cuda_reset_schedule"));
+  c.trace_hash =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_trace_hash"));
+  c.races = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_races"));
   return c;
 }
 
@@ -285,6 +296,164 @@ TEST_F(CudaSim, SimulatorReportsCudaCallsFromHostFunctions) {
   CUcontext popped;
   EXPECT_EQ(syms->cuCtxPopCurrent(&popped), CUDA_SUCCESS);
   EXPECT_EQ(syms->cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+}
+
+// Direct use of the simulated libcuda from the test thread, behind a gate:
+// every stream first waits on an event recorded behind a host function that
+// is held until everything is enqueued, so the schedule cannot depend on how
+// fast this thread enqueues.
+class SimApi {
+ public:
+  explicit SimApi(const SimControls& controls) : controls_(controls) {
+    auto syms = LoadCudaSymbols(kSimLibrary);
+    EXPECT_TRUE(syms.ok()) << syms.status().ToString();
+    if (!syms.ok()) return;
+    syms_holder_ = std::move(*syms);
+    syms_ = syms_holder_.get();
+    EXPECT_EQ(syms_->cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+    EXPECT_EQ(syms_->cuCtxPushCurrent(ctx_), CUDA_SUCCESS);
+  }
+  ~SimApi() {
+    if (!syms_) return;
+    CUcontext popped;
+    syms_->cuCtxPopCurrent(&popped);
+    syms_->cuDevicePrimaryCtxRelease(0);
+  }
+  const CudaSymbols* syms() const { return syms_; }
+
+  // Creates `n` streams (after a schedule reset to `seed`) that all wait on
+  // the gate.
+  std::vector<CUstream> GatedStreams(uint64_t seed, int n) {
+    EXPECT_EQ(controls_.reset_schedule(seed), 0);
+    controls_.pause(1);
+    EXPECT_EQ(syms_->cuStreamCreate(&gate_stream_, CU_STREAM_NON_BLOCKING),
+              CUDA_SUCCESS);
+    EXPECT_EQ(syms_->cuEventCreate(&gate_, CU_EVENT_DISABLE_TIMING),
+              CUDA_SUCCESS);
+    EXPECT_EQ(syms_->cuLaunchHostFunc(gate_stream_, [](void*) {}, nullptr),
+              CUDA_SUCCESS);
+    EXPECT_EQ(syms_->cuEventRecord(gate_, gate_stream_), CUDA_SUCCESS);
+    std::vector<CUstream> streams(n);
+    for (CUstream& stream : streams) {
+      EXPECT_EQ(syms_->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                CUDA_SUCCESS);
+      EXPECT_EQ(syms_->cuStreamWaitEvent(stream, gate_, 0), CUDA_SUCCESS);
+    }
+    return streams;
+  }
+  // Opens the gate, waits for every stream and destroys them.
+  void Run(std::vector<CUstream>& streams) {
+    controls_.pause(0);
+    for (CUstream stream : streams) {
+      EXPECT_EQ(syms_->cuStreamSynchronize(stream), CUDA_SUCCESS);
+      EXPECT_EQ(syms_->cuStreamDestroy(stream), CUDA_SUCCESS);
+    }
+    EXPECT_EQ(syms_->cuStreamDestroy(gate_stream_), CUDA_SUCCESS);
+    EXPECT_EQ(syms_->cuEventDestroy(gate_), CUDA_SUCCESS);
+    streams.clear();
+  }
+
+ private:
+  const SimControls& controls_;
+  std::shared_ptr<const CudaSymbols> syms_holder_;
+  const CudaSymbols* syms_ = nullptr;
+  CUcontext ctx_ = nullptr;
+  CUstream gate_stream_ = nullptr;
+  CUevent gate_ = nullptr;
+};
+
+// Which stream's work completes first is the seed's choice: three streams,
+// each a chain of fills and host functions that log the stream, give the
+// same completion order and trace for the same seed, and different orders
+// across seeds.
+TEST_F(CudaSim, ScheduleFollowsTheSeedAndReplays) {
+  SimApi api(controls_);
+  ASSERT_TRUE(api.syms());
+  const CudaSymbols* syms = api.syms();
+  CUdeviceptr memory = 0;
+  ASSERT_EQ(syms->cuMemAlloc(&memory, 3 * 4096), CUDA_SUCCESS);
+  struct Log {
+    std::vector<int> order;
+  };
+  struct Entry {
+    Log* log;
+    int stream;
+  };
+  auto run = [&](uint64_t seed, uint64_t* hash) {
+    Log log;
+    std::vector<Entry> entries;
+    entries.reserve(12);
+    std::vector<CUstream> streams = api.GatedStreams(seed, 3);
+    for (int step = 0; step < 4; ++step) {
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(syms->cuMemsetD8Async(memory + 4096 * i, step, 4096,
+                                        streams[i]),
+                  CUDA_SUCCESS);
+        entries.push_back(Entry{&log, i});
+        EXPECT_EQ(syms->cuLaunchHostFunc(
+                      streams[i],
+                      [](void* p) {
+                        auto* e = static_cast<Entry*>(p);
+                        e->log->order.push_back(e->stream);
+                      },
+                      &entries.back()),
+                  CUDA_SUCCESS);
+      }
+    }
+    api.Run(streams);
+    *hash = controls_.trace_hash();
+    std::string order;
+    for (int i : log.order) order += char('0' + i);
+    return order;
+  };
+  std::set<std::string> orders;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    uint64_t hash1 = 0, hash2 = 0;
+    std::string first = run(seed, &hash1);
+    std::string second = run(seed, &hash2);
+    EXPECT_EQ(first.size(), 12u);
+    EXPECT_EQ(first, second) << "seed " << seed << " did not replay";
+    EXPECT_EQ(hash1, hash2) << "seed " << seed << " did not replay";
+    orders.insert(first);
+  }
+  EXPECT_GE(orders.size(), 5u) << "the seed hardly changes the schedule";
+  EXPECT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
+}
+
+// Two streams writing overlapping bytes with no event between them race; the
+// simulator reports it. Ordered by an event, the same writes do not.
+TEST_F(CudaSim, RacesBetweenUnorderedStreamsAreReported) {
+  SimApi api(controls_);
+  ASSERT_TRUE(api.syms());
+  const CudaSymbols* syms = api.syms();
+  CUdeviceptr memory = 0;
+  ASSERT_EQ(syms->cuMemAlloc(&memory, 1024), CUDA_SUCCESS);
+  const uint64_t before = controls_.races();
+  std::vector<CUstream> streams = api.GatedStreams(1, 2);
+  ASSERT_EQ(syms->cuMemsetD8Async(memory, 1, 256, streams[0]), CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuMemsetD8Async(memory + 128, 2, 256, streams[1]),
+            CUDA_SUCCESS);
+  api.Run(streams);
+  EXPECT_EQ(controls_.races() - before, 1u);
+
+  const uint64_t unordered = controls_.races();
+  streams = api.GatedStreams(1, 2);
+  CUevent event = nullptr;
+  ASSERT_EQ(syms->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+            CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuMemsetD8Async(memory, 1, 256, streams[0]), CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuEventRecord(event, streams[0]), CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuStreamWaitEvent(streams[1], event, 0), CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuMemsetD8Async(memory + 128, 2, 256, streams[1]),
+            CUDA_SUCCESS);
+  api.Run(streams);
+  EXPECT_EQ(controls_.races(), unordered) << "ordered writes reported";
+  uint8_t bytes[384];  // unified addressing: device memory is host memory
+  std::memcpy(bytes, reinterpret_cast<void*>(memory), sizeof(bytes));
+  EXPECT_EQ(bytes[0], 1);
+  EXPECT_EQ(bytes[200], 2) << "the second write landed first";
+  EXPECT_EQ(syms->cuEventDestroy(event), CUDA_SUCCESS);
+  EXPECT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
 }
 
 TEST_F(CudaSim, AllocationFaultIsResourceExhausted) {

@@ -1,0 +1,40 @@
+# Replays the CUDA API simulator's schedule through the whole CUDA driver:
+# runs the conformance suite twice with one seed and once with another, and
+# checks that the first two traces (HALSIM_CUDA_TRACE) are identical and the
+# third differs. Run by ctest (cuda-sim.replay):
+#   cmake -DHAL_CHECK=... -DSIM_LIBRARY=... -DOUT_DIR=... -DSEED=N -P replay_check.cmake
+foreach(var HAL_CHECK SIM_LIBRARY OUT_DIR SEED)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "replay_check.cmake needs -D${var}=...")
+  endif()
+endforeach()
+math(EXPR OTHER_SEED "${SEED} + 1")
+file(MAKE_DIRECTORY "${OUT_DIR}")
+set(names a b c)
+set(seeds ${SEED} ${SEED} ${OTHER_SEED})
+foreach(name seed IN ZIP_LISTS names seeds)
+  set(trace "${OUT_DIR}/trace-${name}.txt")
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env
+            HAL_CUDA_LIBRARY=${SIM_LIBRARY} HALSIM_CUDA_SEED=${seed}
+            HALSIM_CUDA_TRACE=${trace} HALSIM_CUDA_RACES=abort
+            ${HAL_CHECK} --device=cuda://?queues=4
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "hal-check with HALSIM_CUDA_SEED=${seed} failed (${rc}):\n${out}\n${err}")
+  endif()
+  file(SHA256 "${trace}" hash_${name})
+  file(STRINGS "${trace}" lines_${name})
+  list(LENGTH lines_${name} count_${name})
+  message(STATUS "seed ${seed}: ${count_${name}} trace lines, sha256 ${hash_${name}}")
+endforeach()
+if(NOT hash_a STREQUAL hash_b)
+  execute_process(COMMAND diff "${OUT_DIR}/trace-a.txt" "${OUT_DIR}/trace-b.txt"
+                  OUTPUT_VARIABLE diff_out)
+  string(SUBSTRING "${diff_out}" 0 2000 diff_out)
+  message(FATAL_ERROR "HALSIM_CUDA_SEED=${SEED} did not replay: the two traces differ:\n${diff_out}")
+endif()
+if(hash_a STREQUAL hash_c)
+  message(FATAL_ERROR "seeds ${SEED} and ${OTHER_SEED} gave the same trace: the seed does not drive the schedule")
+endif()
+message(STATUS "replayed: seed ${SEED} twice identical, seed ${OTHER_SEED} different")
