@@ -50,7 +50,7 @@
 // (halsim_cuda_trace_hash; HALSIM_CUDA_TRACE=path writes the lines).
 // The engine takes a step only once the host has been quiet: no thread in a
 // CUDA call (threads blocked in a synchronize call do not count) and none
-// returned from one for the settle window (HALSIM_CUDA_SETTLE_US, 100 by
+// returned from one for the settle window (HALSIM_CUDA_SETTLE_US, 1000 by
 // default; 0 runs free), and it waits a fresh window after each host
 // function, so that the host's reaction is submitted before the device moves
 // on. The same seed and the same host calls therefore give the same trace.
@@ -204,7 +204,7 @@ struct Sim {
   uint64_t trace_stream_base = 0;  // stream ids in the trace count from here
   bool engine_started = false;
   uint64_t now_ns = 0;  // virtual
-  int64_t settle_ns = 100000;
+  int64_t settle_ns = 1000000;
   int sync_waiters = 0;  // threads blocked in synchronize calls
   uint64_t unsettled_steps = 0;
   uint64_t races = 0;
