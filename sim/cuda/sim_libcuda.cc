@@ -23,8 +23,10 @@
 //     pool memory. Transfers that run past the end of an allocation fail
 //     with CUDA_ERROR_ILLEGAL_ADDRESS. Fresh memory is filled with 0xCD.
 //   * Faults (HALSIM_CUDA_FAULTS, seeded by HALSIM_CUDA_SEED): alloc=N fails
-//     the Nth allocation with CUDA_ERROR_OUT_OF_MEMORY; op=N fails the Nth
-//     stream operation with CUDA_ERROR_LAUNCH_FAILED; late_event_us=U with
+//     the Nth allocation with CUDA_ERROR_OUT_OF_MEMORY and alloc_ppm=P each
+//     allocation with probability P/10^6; op=N fails the Nth stream
+//     operation with CUDA_ERROR_LAUNCH_FAILED and op_ppm=P each one with
+//     probability P/10^6; late_event_us=U with
 //     late_event_ppm=P delays an event's completion by U virtual us with
 //     probability P/10^6.
 //   * Races: a copy, fill or stream-ordered free that runs, in virtual time,
@@ -99,6 +101,8 @@ using hal::sim::SimRandom;
 struct FaultPlan {
   uint64_t alloc = 0;  // fail the Nth allocation
   uint64_t op = 0;     // fail the Nth stream operation
+  uint64_t alloc_ppm = 0;  // fail allocations at this seeded rate
+  uint64_t op_ppm = 0;     // fail stream operations at this seeded rate
   uint64_t late_event_us = 0;
   uint64_t late_event_ppm = 0;
 };
@@ -125,8 +129,12 @@ bool ParseFaults(const char* text, FaultPlan* out) {
       plan.op = value;
     } else if (key == "late_event_us") {
       plan.late_event_us = value;
-    } else if (key == "late_event_ppm") {
+    } else if (key == "late_event_ppm" && value <= 1000000) {
       plan.late_event_ppm = value;
+    } else if (key == "alloc_ppm" && value <= 1000000) {
+      plan.alloc_ppm = value;
+    } else if (key == "op_ppm" && value <= 1000000) {
+      plan.op_ppm = value;
     } else {
       return false;
     }
@@ -321,7 +329,17 @@ bool RangeOk(uintptr_t p, size_t n) {
 bool AllocFaultLocked() {
   Sim& s = S();
   ++s.allocs;
-  return s.faults.alloc != 0 && s.allocs == s.faults.alloc;
+  return (s.faults.alloc != 0 && s.allocs == s.faults.alloc) ||
+         s.fault_random.Chance(static_cast<uint32_t>(s.faults.alloc_ppm));
+}
+
+// Under the lock: counts a stream operation (a transfer, fill or kernel, in
+// the engine's order) and injects the planned fault.
+bool OpFaultLocked() {
+  Sim& s = S();
+  ++s.stream_ops;
+  return (s.faults.op != 0 && s.stream_ops == s.faults.op) ||
+         s.fault_random.Chance(static_cast<uint32_t>(s.faults.op_ppm));
 }
 
 void* RawAlloc(size_t size, size_t alignment) {
@@ -547,8 +565,7 @@ std::function<void()> WorkOp(Context* ctx, uintptr_t dst, uintptr_t src,
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       if (ctx->sticky != CUDA_SUCCESS) return;
-      ++s.stream_ops;
-      if (s.faults.op != 0 && s.stream_ops == s.faults.op) {
+      if (OpFaultLocked()) {
         ctx->sticky = CUDA_ERROR_LAUNCH_FAILED;
         return;
       }
@@ -1511,8 +1528,7 @@ CUresult KernelOp(Context* ctx, CUfunction hfunc, unsigned int grid_x,
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       if (ctx->sticky != CUDA_SUCCESS) return;
-      ++s.stream_ops;
-      if (s.faults.op != 0 && s.stream_ops == s.faults.op) {
+      if (OpFaultLocked()) {
         ctx->sticky = CUDA_ERROR_LAUNCH_FAILED;
         return;
       }

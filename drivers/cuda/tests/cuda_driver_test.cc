@@ -456,6 +456,66 @@ TEST_F(CudaSim, RacesBetweenUnorderedStreamsAreReported) {
   EXPECT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
 }
 
+// Fault rates are drawn from the seed: the same seed fails the same
+// allocations and the same stream operation again; other seeds fail others.
+TEST_F(CudaSim, SeededFaultsReplay) {
+  auto alloc_pattern = [&](uint64_t seed) {
+    SimApi api(controls_);
+    EXPECT_EQ(controls_.reset_schedule(seed), 0);
+    EXPECT_EQ(controls_.set_faults("alloc_ppm=300000"), 0);
+    std::string pattern;
+    for (int i = 0; i < 24; ++i) {
+      CUdeviceptr p = 0;
+      CUresult r = api.syms()->cuMemAlloc(&p, 64);
+      pattern += r == CUDA_SUCCESS ? '.' : 'X';
+      if (r == CUDA_SUCCESS) api.syms()->cuMemFree(p);
+    }
+    controls_.set_faults("");
+    return pattern;
+  };
+  // The index of the first failed fill on a stream (later ones are skipped:
+  // the error is sticky until the context is released).
+  auto first_failed_op = [&](uint64_t seed) {
+    SimApi api(controls_);
+    const CudaSymbols* syms = api.syms();
+    EXPECT_EQ(controls_.reset_schedule(seed), 0);
+    EXPECT_EQ(controls_.set_faults("op_ppm=100000"), 0);
+    CUdeviceptr memory = 0;
+    EXPECT_EQ(syms->cuMemAlloc(&memory, 64), CUDA_SUCCESS);
+    std::memset(reinterpret_cast<void*>(memory), 0, 64);
+    CUstream stream = nullptr;
+    EXPECT_EQ(syms->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+              CUDA_SUCCESS);
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_EQ(syms->cuMemsetD8Async(memory + i, 1, 1, stream),
+                CUDA_SUCCESS);
+    }
+    CUresult r = syms->cuStreamSynchronize(stream);
+    EXPECT_EQ(syms->cuStreamDestroy(stream), CUDA_SUCCESS);
+    controls_.set_faults("");
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(memory);
+    int first = 0;
+    while (first < 64 && bytes[first] == 1) ++first;
+    EXPECT_EQ(r == CUDA_SUCCESS, first == 64);
+    if (first < 64) EXPECT_EQ(r, CUDA_ERROR_LAUNCH_FAILED);
+    return first;
+  };
+  std::set<std::string> alloc_patterns;
+  std::set<int> op_indexes;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    std::string a = alloc_pattern(seed);
+    EXPECT_EQ(a, alloc_pattern(seed)) << "seed " << seed;
+    EXPECT_NE(a.find('X'), std::string::npos) << a;
+    EXPECT_NE(a.find('.'), std::string::npos) << a;
+    alloc_patterns.insert(a);
+    int op = first_failed_op(seed);
+    EXPECT_EQ(op, first_failed_op(seed)) << "seed " << seed;
+    op_indexes.insert(op);
+  }
+  EXPECT_GE(alloc_patterns.size(), 6u);
+  EXPECT_GE(op_indexes.size(), 3u);
+}
+
 TEST_F(CudaSim, AllocationFaultIsResourceExhausted) {
   Ref<Device> device = OpenSimDevice();
   ASSERT_TRUE(device);
