@@ -10,7 +10,8 @@
 //     simulated GPU) runs, one op at a time, on a virtual clock; see
 //     "Scheduling" below. An event record captures the stream position; a
 //     stream wait or an event synchronize waits for the captured record (a
-//     wait on a never-recorded event is a no-op, as in CUDA). Re-recording
+//     wait on a never-recorded event is a no-op, as in CUDA, and is
+//     reported: halsim_cuda_unrecorded_waits). Re-recording
 //     an event does not affect waits enqueued before.
 //   * Host functions run on the engine thread and block their stream.
 //     Calling any CUDA API from inside one returns CUDA_ERROR_NOT_PERMITTED
@@ -234,6 +235,7 @@ std::atomic<uint64_t> g_launched{0};
 std::atomic<uint64_t> g_run{0};
 std::atomic<uint64_t> g_violations{0};
 std::atomic<uint64_t> g_work_done{0};
+std::atomic<uint64_t> g_unrecorded_waits{0};
 // Static TLS (initial-exec), not the dynamic TLS a dlopen'd library gets by
 // default. A precaution: ASan runs of the cuda-sim CTS crashed a few times in
 // LeakSanitizer's exit-time scan ("Tracer caught signal 11") on a loaded
@@ -1004,7 +1006,15 @@ HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
     std::lock_guard<std::mutex> lock(S().mutex);
     generation = event->generation;  // the record this wait captures
   }
-  if (generation == 0) return CUDA_SUCCESS;  // never recorded: no-op
+  if (generation == 0) {
+    // CUDA makes this a no-op, so nothing orders the stream after whatever
+    // the caller meant to record later: the "record before wait" rule.
+    g_unrecorded_waits.fetch_add(1);
+    std::fprintf(stderr,
+                 "halsim_cuda: cuStreamWaitEvent on an event that was never "
+                 "recorded: a no-op in CUDA (record the event first)\n");
+    return CUDA_SUCCESS;
+  }
   StreamOp op;
   op.name = "wait";
   op.zero_time = true;
@@ -2073,6 +2083,9 @@ HALSIM_EXPORT uint64_t halsim_cuda_virtual_time_ns(void) {
 HALSIM_EXPORT uint64_t halsim_cuda_races(void) {
   std::lock_guard<std::mutex> lock(S().mutex);
   return S().races;
+}
+HALSIM_EXPORT uint64_t halsim_cuda_unrecorded_waits(void) {
+  return g_unrecorded_waits.load();
 }
 HALSIM_EXPORT uint64_t halsim_cuda_unsettled_steps(void) {
   std::lock_guard<std::mutex> lock(S().mutex);

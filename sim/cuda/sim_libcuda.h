@@ -47,6 +47,9 @@ int halsim_cuda_reset_schedule(uint64_t seed);
  * virtual time with an op of another stream on the same bytes (one
  * writing), with no event between them. */
 uint64_t halsim_cuda_races(void);
+/* cuStreamWaitEvent calls on events never recorded (no-ops in CUDA, so they
+ * order nothing; each also printed a line to stderr). */
+uint64_t halsim_cuda_unrecorded_waits(void);
 /* Engine steps taken while the host was not quiet (after 20 ms of waiting);
  * nonzero means the trace may not replay. */
 uint64_t halsim_cuda_unsettled_steps(void);

@@ -40,6 +40,7 @@ struct SimControls {
   int (*reset_schedule)(uint64_t) = nullptr;
   uint64_t (*trace_hash)() = nullptr;
   uint64_t (*races)() = nullptr;
+  uint64_t (*unrecorded_waits)() = nullptr;
 };
 
 SimControls Controls() {
@@ -67,6 +68,8 @@ SimControls Controls() {
   c.trace_hash =
       reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_trace_hash"));
   c.races = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_races"));
+  c.unrecorded_waits = reinterpret_cast<uint64_t (*)()>(
+      dlsym(lib, "halsim_cuda_unrecorded_waits"));
   return c;
 }
 
@@ -454,6 +457,46 @@ TEST_F(CudaSim, RacesBetweenUnorderedStreamsAreReported) {
   EXPECT_EQ(bytes[200], 2) << "the second write landed first";
   EXPECT_EQ(syms->cuEventDestroy(event), CUDA_SUCCESS);
   EXPECT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
+}
+
+// CUDA's "record before wait" rule: a stream wait on an event that was never
+// recorded orders nothing; the simulator counts and reports it. The driver
+// never does it (checked over a two-queue chain).
+TEST_F(CudaSim, WaitOnNeverRecordedEventIsReported) {
+  {
+    SimApi api(controls_);
+    const CudaSymbols* syms = api.syms();
+    CUstream stream = nullptr;
+    CUevent event = nullptr;
+    ASSERT_EQ(syms->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+              CUDA_SUCCESS);
+    ASSERT_EQ(syms->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+              CUDA_SUCCESS);
+    const uint64_t before = controls_.unrecorded_waits();
+    EXPECT_EQ(syms->cuStreamWaitEvent(stream, event, 0), CUDA_SUCCESS);
+    EXPECT_EQ(controls_.unrecorded_waits(), before + 1);
+    ASSERT_EQ(syms->cuEventRecord(event, stream), CUDA_SUCCESS);
+    EXPECT_EQ(syms->cuStreamWaitEvent(stream, event, 0), CUDA_SUCCESS);
+    EXPECT_EQ(controls_.unrecorded_waits(), before + 1);
+    EXPECT_EQ(syms->cuStreamSynchronize(stream), CUDA_SUCCESS);
+    EXPECT_EQ(syms->cuEventDestroy(event), CUDA_SUCCESS);
+    EXPECT_EQ(syms->cuStreamDestroy(stream), CUDA_SUCCESS);
+  }
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  const uint64_t before = controls_.unrecorded_waits();
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 256);
+  ASSERT_TRUE(buffer.ok());
+  auto s = device->CreateSemaphore(0);
+  for (uint32_t i = 1; i <= 8; ++i) {
+    SemaphorePoint wait{s->get(), i - 1}, signal{s->get(), i};
+    ASSERT_TRUE(device
+                    ->QueueFill(i % 2 ? 1 : 2, {&wait, 1}, {&signal, 1},
+                                buffer->get(), 0, 256, &i, 4)
+                    .ok());
+  }
+  ASSERT_TRUE((*s)->Wait(8, Timeout::After(std::chrono::seconds(20))).ok());
+  EXPECT_EQ(controls_.unrecorded_waits(), before);
 }
 
 // Fault rates are drawn from the seed: the same seed fails the same
