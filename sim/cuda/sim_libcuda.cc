@@ -158,6 +158,20 @@ struct SimEvent {
   CUresult result = CUDA_SUCCESS;
 };
 
+// A CUevent. Enqueued records and waits share the SimEvent, so that
+// cuEventDestroy may return at once, as CUDA's does, while they are pending.
+struct EventHandle {
+  std::shared_ptr<SimEvent> event;
+};
+
+SimEvent* AsEvent(CUevent hevent) {
+  auto* handle = reinterpret_cast<EventHandle*>(hevent);
+  return handle ? handle->event.get() : nullptr;
+}
+std::shared_ptr<SimEvent> ShareEvent(CUevent hevent) {
+  return reinterpret_cast<EventHandle*>(hevent)->event;
+}
+
 // One stream op. `ready` (under the lock) says whether the op at the head
 // may start; `run` is its effect at completion, called without the lock.
 struct StreamOp {
@@ -925,31 +939,28 @@ HALSIM_EXPORT CUresult cuEventCreate(CUevent* phevent, unsigned int flags) {
   HALSIM_NEED_CONTEXT(ctx);
   if (!phevent) return CUDA_ERROR_INVALID_VALUE;
   if (!(flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_NOT_SUPPORTED;
-  auto* event = new SimEvent();
-  event->context = ctx;
-  *phevent = reinterpret_cast<CUevent>(event);
+  auto* handle = new EventHandle{std::make_shared<SimEvent>()};
+  handle->event->context = ctx;
+  *phevent = reinterpret_cast<CUevent>(handle);
   return CUDA_SUCCESS;
 }
 
 HALSIM_EXPORT CUresult cuEventDestroy(CUevent hevent) {
   HALSIM_ENTER("cuEventDestroy");
   HALSIM_NEED_INIT();
-  auto* event = reinterpret_cast<SimEvent*>(hevent);
-  if (!event) return CUDA_ERROR_INVALID_HANDLE;
-  // CUDA defers the release until a pending record completed; so do we.
-  {
-    std::unique_lock<std::mutex> lock(S().mutex);
-    Blocked blocked;
-    S().cv.wait(lock, [&] { return event->done >= event->generation; });
-  }
-  delete event;
+  auto* handle = reinterpret_cast<EventHandle*>(hevent);
+  if (!handle) return CUDA_ERROR_INVALID_HANDLE;
+  // CUDA returns at once and releases the event once pending work is done:
+  // pending records and waits hold the SimEvent.
+  std::lock_guard<std::mutex> lock(S().mutex);  // the ops' references
+  delete handle;
   return CUDA_SUCCESS;
 }
 
 HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
   HALSIM_ENTER("cuEventRecord");
   HALSIM_NEED_CONTEXT(ctx);
-  auto* event = reinterpret_cast<SimEvent*>(hevent);
+  SimEvent* event = AsEvent(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   uint64_t generation;
   uint64_t delay_us = 0;
@@ -965,7 +976,7 @@ HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
   StreamOp op;
   op.name = delay_us ? "record(late)" : "record";
   op.extra_ns = delay_us * 1000;
-  op.run = [event, generation, ctx] {
+  op.run = [event = ShareEvent(hevent), generation, ctx] {
     std::lock_guard<std::mutex> lock(S().mutex);
     event->result = ctx->sticky;
     if (event->done < generation) event->done = generation;
@@ -976,7 +987,7 @@ HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
 HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {
   HALSIM_ENTER("cuEventQuery");
   HALSIM_NEED_INIT();
-  auto* event = reinterpret_cast<SimEvent*>(hevent);
+  SimEvent* event = AsEvent(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard<std::mutex> lock(S().mutex);
   if (event->done < event->generation) return CUDA_ERROR_NOT_READY;
@@ -986,7 +997,7 @@ HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {
 HALSIM_EXPORT CUresult cuEventSynchronize(CUevent hevent) {
   HALSIM_ENTER("cuEventSynchronize");
   HALSIM_NEED_INIT();
-  auto* event = reinterpret_cast<SimEvent*>(hevent);
+  SimEvent* event = AsEvent(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   std::unique_lock<std::mutex> lock(S().mutex);
   uint64_t generation = event->generation;
@@ -999,7 +1010,7 @@ HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
                                          unsigned int flags) {
   HALSIM_ENTER("cuStreamWaitEvent");
   HALSIM_NEED_CONTEXT(ctx);
-  auto* event = reinterpret_cast<SimEvent*>(hevent);
+  SimEvent* event = AsEvent(hevent);
   if (!event || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   uint64_t generation;
   {
@@ -1018,7 +1029,9 @@ HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
   StreamOp op;
   op.name = "wait";
   op.zero_time = true;
-  op.ready = [event, generation] { return event->done >= generation; };
+  op.ready = [event = ShareEvent(hevent), generation] {
+    return event->done >= generation;
+  };
   return Enqueue(hstream, std::move(op));
 }
 
