@@ -172,6 +172,16 @@ std::shared_ptr<SimEvent> ShareEvent(CUevent hevent) {
   return reinterpret_cast<EventHandle*>(hevent)->event;
 }
 
+// A byte range [begin, end) of device (or host) memory; empty when
+// begin == end.
+struct Range {
+  uintptr_t begin = 0, end = 0;
+  bool empty() const { return begin >= end; }
+  bool Overlaps(const Range& o) const {
+    return !empty() && !o.empty() && begin < o.end && o.begin < end;
+  }
+};
+
 // One stream op. `ready` (under the lock) says whether the op at the head
 // may start; `run` is its effect at completion, called without the lock.
 struct StreamOp {
@@ -182,9 +192,9 @@ struct StreamOp {
   bool host = false;            // runs host code: the host reacts to it
   uint64_t extra_ns = 0;        // added to the drawn duration (late events)
   uint64_t bytes = 0;           // for the trace
-  // Ranges for the race checker (copies, fills, frees); [0, 0) = none.
-  uintptr_t write_begin = 0, write_end = 0;
-  uintptr_t read_begin = 0, read_end = 0;
+  // Ranges for the race checker (copies, fills, frees).
+  Range write, read;
+  const Range& shown() const { return write.empty() ? read : write; }
 };
 
 struct Stream {
@@ -341,6 +351,12 @@ bool RangeOk(uintptr_t p, size_t n) {
   return !a || p + n <= base + a->size;
 }
 
+// Under the lock: restarts the seed's fault stream.
+void ResetFaultRandomLocked() {
+  Sim& s = S();
+  s.fault_random = SimRandom(s.seed ^ hal::sim::kFaultStreamSalt);
+}
+
 // Under the lock: counts an allocation and injects the planned fault.
 bool AllocFaultLocked() {
   Sim& s = S();
@@ -431,16 +447,12 @@ void TraceLocked(const char* text) {
   }
 }
 
-bool RangesOverlap(uintptr_t a0, uintptr_t a1, uintptr_t b0, uintptr_t b1) {
-  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
-}
-
 // Under the lock: `stream`'s head just started; compares it with the ops in
 // flight on other streams.
 void CheckRacesLocked(Stream* stream) {
   Sim& s = S();
   const StreamOp& op = stream->ops.front();
-  if (op.write_begin == op.write_end && op.read_begin == op.read_end) return;
+  if (op.write.empty() && op.read.empty()) return;
   for (Stream* other : s.streams) {
     if (other == stream || !other->head_started ||
         other->head_finish <= stream->head_start) {
@@ -448,14 +460,11 @@ void CheckRacesLocked(Stream* stream) {
     }
     const StreamOp& o = other->ops.front();
     const char* what = nullptr;
-    if (RangesOverlap(op.write_begin, op.write_end, o.write_begin,
-                      o.write_end)) {
+    if (op.write.Overlaps(o.write)) {
       what = "both write";
-    } else if (RangesOverlap(op.write_begin, op.write_end, o.read_begin,
-                             o.read_end)) {
+    } else if (op.write.Overlaps(o.read)) {
       what = "the first writes what the second reads";
-    } else if (RangesOverlap(op.read_begin, op.read_end, o.write_begin,
-                             o.write_end)) {
+    } else if (op.read.Overlaps(o.write)) {
       what = "the second writes what the first reads";
     }
     if (!what) continue;
@@ -468,20 +477,12 @@ void CheckRacesLocked(Stream* stream) {
                  (unsigned long long)s.seed,
                  (unsigned long long)stream->head_start, op.name,
                  (unsigned long long)(stream->id - s.trace_stream_base),
-                 (unsigned long long)(op.write_begin != op.write_end
-                                          ? op.write_begin
-                                          : op.read_begin),
-                 (unsigned long long)(op.write_begin != op.write_end
-                                          ? op.write_end
-                                          : op.read_end),
+                 (unsigned long long)op.shown().begin,
+                 (unsigned long long)op.shown().end,
                  o.name,
                  (unsigned long long)(other->id - s.trace_stream_base),
-                 (unsigned long long)(o.write_begin != o.write_end
-                                          ? o.write_begin
-                                          : o.read_begin),
-                 (unsigned long long)(o.write_begin != o.write_end
-                                          ? o.write_end
-                                          : o.read_end),
+                 (unsigned long long)o.shown().begin,
+                 (unsigned long long)o.shown().end,
                  what);
     if (s.abort_on_race) std::abort();
   }
@@ -680,7 +681,7 @@ HALSIM_EXPORT CUresult cuInit(unsigned int flags) {
       s.seed = std::strtoull(seed, nullptr, 10);
     }
     s.schedule = SimRandom(s.seed);
-    s.fault_random = SimRandom(s.seed ^ hal::sim::kFaultStreamSalt);
+    ResetFaultRandomLocked();
   }
   if (const char* settle = std::getenv("HALSIM_CUDA_SETTLE_US")) {
     s.settle_ns = std::atoll(settle) * 1000;
@@ -1173,8 +1174,7 @@ HALSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hstream) {
       return CUDA_ERROR_INVALID_VALUE;
     }
     // Freeing races with any use of the memory that is not ordered before.
-    op.write_begin = it->first;
-    op.write_end = it->first + it->second.size;
+    op.write = {it->first, it->first + it->second.size};
   }
   op.run = [dptr] { Free(static_cast<uintptr_t>(dptr), false); };
   return Enqueue(hstream, std::move(op));
@@ -1211,10 +1211,8 @@ HALSIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
   StreamOp op;
   op.name = "memcpy";
   op.bytes = bytes;
-  op.write_begin = dst;
-  op.write_end = dst + bytes;
-  op.read_begin = src;
-  op.read_end = src + bytes;
+  op.write = {dst, dst + bytes};
+  op.read = {src, src + bytes};
   op.run = MemcpyOp(stream->context, dst, src, bytes);
   return Enqueue(hstream, std::move(op));
 }
@@ -1228,8 +1226,7 @@ CUresult MemsetAsync(CUdeviceptr dst, T value, size_t count, CUstream hstream) {
   StreamOp op;
   op.name = "memset";
   op.bytes = count * sizeof(T);
-  op.write_begin = dst;
-  op.write_end = dst + count * sizeof(T);
+  op.write = {dst, dst + count * sizeof(T)};
   op.run = MemsetOp<T>(stream->context, dst, value, count);
   return Enqueue(hstream, std::move(op));
 }
@@ -2055,7 +2052,7 @@ HALSIM_EXPORT int halsim_cuda_set_faults(const char* plan) {
   S().faults = parsed;
   S().allocs = 0;
   S().stream_ops = 0;
-  S().fault_random = SimRandom(S().seed ^ hal::sim::kFaultStreamSalt);
+  ResetFaultRandomLocked();
   return 0;
 }
 
@@ -2068,7 +2065,7 @@ HALSIM_EXPORT int halsim_cuda_reset_schedule(uint64_t seed) {
   s.seed = seed;
   s.schedule_reset = true;
   s.schedule = SimRandom(seed);
-  s.fault_random = SimRandom(seed ^ hal::sim::kFaultStreamSalt);
+  ResetFaultRandomLocked();
   s.allocs = 0;
   s.stream_ops = 0;
   s.now_ns = 0;
