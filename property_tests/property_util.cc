@@ -39,10 +39,13 @@ std::string CaseDeviceUri(uint64_t sim_seed) {
   // the simulator's schedule (sim/cuda/sim_libcuda.h), for the same reason.
   const char* library = std::getenv("HAL_CUDA_LIBRARY");
   if (parsed.ok() && parsed->driver == "cuda" && library && *library) {
-    void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    auto reset = handle ? reinterpret_cast<int (*)(uint64_t)>(
-                              dlsym(handle, "halsim_cuda_reset_schedule"))
-                        : nullptr;
+    // Looked up once: the library stays loaded for the process.
+    static const auto reset = [library] {
+      void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+      return handle ? reinterpret_cast<int (*)(uint64_t)>(
+                          dlsym(handle, "halsim_cuda_reset_schedule"))
+                    : nullptr;
+    }();
     if (reset && reset(sim_seed) == 0) {
       RC_LOG() << "CUDA API simulator schedule seed: " << sim_seed
                << " (HAL_SIM_SEED=" << sim_seed << " pins it)" << std::endl;
