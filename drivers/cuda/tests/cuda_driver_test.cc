@@ -715,7 +715,9 @@ TEST_F(CudaSim, SeededFaultsReplay) {
     int first = 0;
     while (first < 64 && bytes[first] == 1) ++first;
     EXPECT_EQ(r == CUDA_SUCCESS, first == 64);
-    if (first < 64) EXPECT_EQ(r, CUDA_ERROR_LAUNCH_FAILED);
+    if (first < 64) {
+      EXPECT_EQ(r, CUDA_ERROR_LAUNCH_FAILED);
+    }
     return first;
   };
   std::set<std::string> alloc_patterns;
