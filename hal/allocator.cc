@@ -1,5 +1,9 @@
 #include "hal/allocator.h"
 
+#include <unistd.h>
+
+#include <limits>
+
 namespace hal {
 
 namespace {
@@ -9,8 +13,64 @@ void UpdatePeak(std::atomic<DeviceSize>& peak, DeviceSize value) {
          !peak.compare_exchange_weak(prev, value, std::memory_order_relaxed)) {
   }
 }
+
+// A running total that sticks at the maximum instead of wrapping to a small
+// number that would look like little use.
+void SaturatingAdd(std::atomic<DeviceSize>& total, DeviceSize value) {
+  DeviceSize prev = total.load(std::memory_order_relaxed);
+  DeviceSize next;
+  do {
+    if (!CheckedAdd(prev, value, &next)) {
+      next = std::numeric_limits<DeviceSize>::max();
+    }
+  } while (!total.compare_exchange_weak(prev, next, std::memory_order_relaxed));
+}
+
 bool IsPowerOfTwo(DeviceSize v) { return v && !(v & (v - 1)); }
+
+Status CheckMaxAllocationSize(DeviceSize size) {
+  if (size <= kMaxAllocationSize) return OkStatus();
+  return ResourceExhaustedError(
+      "allocation of %llu bytes is larger than any allocator provides (%llu)",
+      (unsigned long long)size, (unsigned long long)kMaxAllocationSize);
+}
+
+// Physical memory of the host: no single host-backed allocation can be
+// larger, and asking the C allocator for more fails late (an overcommitted
+// mapping that the fill with 0xCD then faults in) or aborts under ASan.
+DeviceSize HostMemoryBytes() {
+  static const DeviceSize bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return kMaxAllocationSize;
+    unsigned __int128 total = static_cast<unsigned __int128>(pages) *
+                              static_cast<uint64_t>(page_size);
+    return total > kMaxAllocationSize ? kMaxAllocationSize
+                                      : static_cast<DeviceSize>(total);
+  }();
+  return bytes;
+}
 }  // namespace
+
+bool CheckedAdd(DeviceSize a, DeviceSize b, DeviceSize* out) {
+  DeviceSize sum;
+  if (__builtin_add_overflow(a, b, &sum)) return false;
+  *out = sum;
+  return true;
+}
+
+bool CheckedAlignUp(DeviceSize value, DeviceSize alignment, DeviceSize* out) {
+  DeviceSize bumped;
+  if (!CheckedAdd(value, alignment - 1, &bumped)) return false;
+  *out = bumped & ~(alignment - 1);
+  return true;
+}
+
+bool CheckedHostSize(DeviceSize value, size_t* out) {
+  if (value > std::numeric_limits<size_t>::max()) return false;
+  *out = static_cast<size_t>(value);
+  return true;
+}
 
 Status Allocator::ValidateParams(const BufferParams& params) const {
   if (!Any(params.type)) {
@@ -25,9 +85,8 @@ Status Allocator::ValidateParams(const BufferParams& params) const {
   if (params.queue_affinity == 0) {
     return InvalidArgumentError("buffer queue affinity is empty");
   }
-  if (params.min_alignment != 0 &&
-      (!IsPowerOfTwo(params.min_alignment) ||
-       params.min_alignment > kMaxAlignment)) {
+  if (params.min_alignment != 0 && (!IsPowerOfTwo(params.min_alignment) ||
+                                    params.min_alignment > kMaxAlignment)) {
     return InvalidArgumentError(
         "min_alignment %llu is not a power of two up to %llu",
         (unsigned long long)params.min_alignment,
@@ -54,7 +113,7 @@ BufferCompatibility Allocator::QueryCompatibility(const BufferParams& params,
 }
 
 StatusOr<Ref<Buffer>> Allocator::AllocateBuffer(const BufferParams& params,
-                                                 DeviceSize size) {
+                                                DeviceSize size) {
   HAL_RETURN_IF_ERROR(ValidateParams(params));
   BufferParams resolved = params;
   BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
@@ -64,7 +123,35 @@ StatusOr<Ref<Buffer>> Allocator::AllocateBuffer(const BufferParams& params,
         (unsigned long long)size, MemoryTypeString(params.type).c_str(),
         BufferUsageString(params.usage).c_str());
   }
+  // Drivers check again with their own limits (CheckAllocationSize); this
+  // bound holds for every driver, whatever its arithmetic.
+  HAL_RETURN_IF_ERROR(CheckMaxAllocationSize(size));
   return AllocateBufferImpl(resolved, size);
+}
+
+Status Allocator::CheckAllocationSize(const BufferParams& params,
+                                      DeviceSize size,
+                                      DeviceSize device_memory_bytes,
+                                      bool host_backed) const {
+  HAL_RETURN_IF_ERROR(CheckMaxAllocationSize(size));
+  if (AllOf(params.type, MemoryType::kDeviceLocal) &&
+      size > device_memory_bytes) {
+    return ResourceExhaustedError(
+        "allocation of %llu bytes of %s is larger than the device's %llu "
+        "bytes of memory",
+        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
+        (unsigned long long)device_memory_bytes);
+  }
+  size_t host_size;
+  if (host_backed &&
+      (!CheckedHostSize(size, &host_size) || size > HostMemoryBytes())) {
+    return ResourceExhaustedError(
+        "allocation of %llu bytes of host-backed %s is larger than the host's "
+        "%llu bytes of physical memory",
+        (unsigned long long)size, MemoryTypeString(params.type).c_str(),
+        (unsigned long long)HostMemoryBytes());
+  }
+  return OkStatus();
 }
 
 StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
@@ -84,6 +171,13 @@ StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
     return InvalidArgumentError("host pointer %p is not aligned to %llu", ptr,
                                 (unsigned long long)params.min_alignment);
   }
+  DeviceSize end;
+  if (!CheckedAdd(reinterpret_cast<uintptr_t>(ptr), size, &end) ||
+      end > std::numeric_limits<uintptr_t>::max()) {
+    return InvalidArgumentError(
+        "host range %p + %llu bytes wraps the address space", ptr,
+        (unsigned long long)size);
+  }
   BufferParams resolved = params;
   BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
   if (!Any(c & BufferCompatibility::kImportable)) {
@@ -96,16 +190,19 @@ StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
 void Allocator::RecordAllocate(MemoryType type, DeviceSize size) {
   bool device = AllOf(type, MemoryType::kDeviceLocal);
   auto& bytes = device ? device_bytes_ : host_bytes_;
+  // Live bytes are bounded by the memory the drivers hand out; running
+  // totals are not.
   DeviceSize now = bytes.fetch_add(size, std::memory_order_relaxed) + size;
   UpdatePeak(device ? device_peak_ : host_peak_, now);
-  (device ? device_total_ : host_total_).fetch_add(size, std::memory_order_relaxed);
+  SaturatingAdd(device ? device_total_ : host_total_, size);
   live_.fetch_add(1, std::memory_order_relaxed);
   total_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Allocator::RecordFree(MemoryType type, DeviceSize size) {
   bool device = AllOf(type, MemoryType::kDeviceLocal);
-  (device ? device_bytes_ : host_bytes_).fetch_sub(size, std::memory_order_relaxed);
+  (device ? device_bytes_ : host_bytes_)
+      .fetch_sub(size, std::memory_order_relaxed);
   live_.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -44,9 +44,15 @@ Status SimBuffer::Commit() {
   if (size == 0) {
     committed_empty_ = true;
   } else {
-    // Round up: aligned_alloc wants a multiple of the alignment.
-    DeviceSize rounded = (size + alignment_ - 1) / alignment_ * alignment_;
-    void* p = std::aligned_alloc(alignment_, rounded);
+    // Round up: aligned_alloc wants a multiple of the alignment. The
+    // reservation checked the size; this guards the arithmetic itself.
+    DeviceSize rounded = 0;
+    size_t host_size = 0;
+    void* p = nullptr;
+    if (CheckedAlignUp(size, alignment_, &rounded) &&
+        CheckedHostSize(rounded, &host_size)) {
+      p = std::aligned_alloc(alignment_, host_size);
+    }
     if (!p) {
       alloc->Uncharge(memory_type(), size);
       return ResourceExhaustedError("host allocation of %llu bytes failed",
@@ -54,7 +60,7 @@ Status SimBuffer::Commit() {
     }
     // Fresh device memory holds garbage on a GPU; a fixed pattern here makes
     // reads of uninitialized memory reproducible.
-    std::memset(p, 0xCD, rounded);
+    std::memset(p, 0xCD, host_size);
     storage_.store(static_cast<uint8_t*>(p), std::memory_order_release);
   }
   alloc->RecordAllocate(memory_type(), size);
@@ -77,7 +83,8 @@ StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize length,
     auto& ctx = static_cast<SimAllocator*>(allocator())->context();
     std::lock_guard<std::mutex> lock(ctx.mutex());
     HAL_RETURN_IF_ERROR(ctx.CheckHostAccess(
-        id_, offset, length, Any(access & (MemoryAccess::kWrite | MemoryAccess::kDiscard))));
+        id_, offset, length,
+        Any(access & (MemoryAccess::kWrite | MemoryAccess::kDiscard))));
   }
   uint8_t* p = host_storage();
   if (!p && byte_length() != 0) {
@@ -125,23 +132,26 @@ BufferCompatibility SimAllocator::QueryCompatibilityImpl(
   if (r.min_alignment == 0) r.min_alignment = kDefaultAlignment;
   if (r.min_alignment < kDefaultAlignment) r.min_alignment = kDefaultAlignment;
   *out_resolved = r;
+  // Sizes are checked when memory is reserved (CheckAllocationSize), so
+  // that a size larger than the memory is RESOURCE_EXHAUSTED.
   BufferCompatibility c = BufferCompatibility::kAllocatable;
-  if (AllOf(r.type, MemoryType::kHostVisible)) c |= BufferCompatibility::kImportable;
-  if (AllOf(r.type, MemoryType::kDeviceLocal) && size > device_limit_) {
-    c = BufferCompatibility::kNone;
-  }
+  if (AllOf(r.type, MemoryType::kHostVisible))
+    c |= BufferCompatibility::kImportable;
   return c;
 }
 
-StatusOr<Ref<SimBuffer>> SimAllocator::CreateReserved(const BufferParams& params,
-                                                      DeviceSize size) {
+StatusOr<Ref<SimBuffer>> SimAllocator::CreateReserved(
+    const BufferParams& params, DeviceSize size) {
+  // Every memory type is host memory here.
+  HAL_RETURN_IF_ERROR(
+      CheckAllocationSize(params, size, device_limit_, /*host_backed=*/true));
   Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
   return Ref<SimBuffer>::Adopt(
       new SimBuffer(p, NextBufferId(), params.min_alignment, nullptr, nullptr));
 }
 
-StatusOr<Ref<Buffer>> SimAllocator::AllocateBufferImpl(const BufferParams& params,
-                                                       DeviceSize size) {
+StatusOr<Ref<Buffer>> SimAllocator::AllocateBufferImpl(
+    const BufferParams& params, DeviceSize size) {
   HAL_ASSIGN_OR_RETURN(Ref<SimBuffer> buffer, CreateReserved(params, size));
   HAL_RETURN_IF_ERROR(buffer->Commit());
   buffer->TransitionState(BufferState::kReserved, BufferState::kLive);

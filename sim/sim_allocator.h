@@ -4,9 +4,8 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
-
 #include <memory>
+#include <mutex>
 
 #include "hal/allocator.h"
 #include "hal/buffer.h"
@@ -17,12 +16,16 @@ namespace hal::sim {
 class SimBuffer final : public Buffer {
  public:
   // The memory, or nullptr while reserved or after a dealloca.
-  uint8_t* host_storage() override { return storage_.load(std::memory_order_acquire); }
+  uint8_t* host_storage() override {
+    return storage_.load(std::memory_order_acquire);
+  }
   // Allocates the memory of a reserved buffer (queue_alloca's commit).
   Status Commit();
   // Frees the memory (queue_dealloca). The buffer object stays.
   void Decommit();
-  bool committed() const { return storage_.load() != nullptr || committed_empty_; }
+  bool committed() const {
+    return storage_.load() != nullptr || committed_empty_;
+  }
   // Per-device id, in creation order (traces and checker reports use it).
   uint64_t id() const { return id_; }
 
@@ -55,7 +58,8 @@ class SimAllocator final : public Allocator {
   SimContext& context() const { return *context_; }
 
   // A buffer in the kReserved state, without memory (queue_alloca).
-  // `params` must come from QueryCompatibility.
+  // `params` must come from QueryCompatibility. RESOURCE_EXHAUSTED when the
+  // size can never be allocated (Allocator::CheckAllocationSize).
   StatusOr<Ref<SimBuffer>> CreateReserved(const BufferParams& params,
                                           DeviceSize size);
 
@@ -64,14 +68,14 @@ class SimAllocator final : public Allocator {
   void Uncharge(MemoryType type, DeviceSize size);
 
  protected:
-  BufferCompatibility QueryCompatibilityImpl(const BufferParams& params,
-                                             DeviceSize size,
-                                             BufferParams* out_resolved) override;
+  BufferCompatibility QueryCompatibilityImpl(
+      const BufferParams& params, DeviceSize size,
+      BufferParams* out_resolved) override;
   StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
                                            DeviceSize size) override;
-  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams& params,
-                                                 void* ptr, DeviceSize size,
-                                                 ReleaseCallback release) override;
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(
+      const BufferParams& params, void* ptr, DeviceSize size,
+      ReleaseCallback release) override;
 
  private:
   SimAllocator(DeviceSize limit, std::shared_ptr<SimContext> context)

@@ -34,24 +34,34 @@ void GpuBuffer::ReleaseMemory() {
   Decommit();
 }
 
-size_t GpuBuffer::PaddedSize() const {
-  size_t size = static_cast<size_t>(byte_length());
-  return alignment_ > kNativeAlignment ? size + alignment_ : size;
+StatusOr<size_t> GpuBuffer::PaddedSize() const {
+  DeviceSize padded = byte_length();
+  size_t bytes = 0;
+  if ((alignment_ > kNativeAlignment &&
+       !CheckedAdd(padded, alignment_, &padded)) ||
+      !CheckedHostSize(padded, &bytes)) {
+    return ResourceExhaustedError(
+        "allocation of %llu bytes aligned to %llu does not fit the API's "
+        "size type",
+        (unsigned long long)byte_length(), (unsigned long long)alignment_);
+  }
+  return bytes;
 }
 
 Status GpuBuffer::Commit() {
   if (committed()) return OkStatus();
   if (byte_length() > 0) {
+    HAL_ASSIGN_OR_RETURN(size_t padded, PaddedSize());
     switch (kind_) {
       case GpuMemoryKind::kDevice:
-        HAL_RETURN_IF_ERROR(api_->MemAllocDevice(PaddedSize(), &base_));
+        HAL_RETURN_IF_ERROR(api_->MemAllocDevice(padded, &base_));
         break;
       case GpuMemoryKind::kManaged:
-        HAL_RETURN_IF_ERROR(api_->MemAllocManaged(PaddedSize(), &base_));
+        HAL_RETURN_IF_ERROR(api_->MemAllocManaged(padded, &base_));
         break;
       case GpuMemoryKind::kHost: {
         void* p = nullptr;
-        HAL_RETURN_IF_ERROR(api_->MemAllocHost(PaddedSize(), &p));
+        HAL_RETURN_IF_ERROR(api_->MemAllocHost(padded, &p));
         GpuDevicePtr device = 0;
         Status s = api_->HostDevicePointer(p, &device);
         if (!s.ok()) {
@@ -85,7 +95,8 @@ Status GpuBuffer::Commit() {
 Status GpuBuffer::CommitAsync(GpuStream stream) {
   if (committed()) return OkStatus();
   if (kind_ != GpuMemoryKind::kDevice || byte_length() == 0) return Commit();
-  HAL_RETURN_IF_ERROR(api_->MemAllocAsync(PaddedSize(), stream, &base_));
+  HAL_ASSIGN_OR_RETURN(size_t padded, PaddedSize());
+  HAL_RETURN_IF_ERROR(api_->MemAllocAsync(padded, stream, &base_));
   device_ptr_.store(Align(base_));
   async_ = true;
   committed_.store(true, std::memory_order_release);
@@ -157,22 +168,30 @@ BufferCompatibility GpuAllocator::QueryCompatibilityImpl(
   r.type |= MemoryType::kDeviceVisible;
   if (r.min_alignment < kNativeAlignment) r.min_alignment = kNativeAlignment;
   *out_resolved = r;
+  // Sizes are checked when memory is reserved (CheckAllocationSize), so
+  // that a size larger than the memory is RESOURCE_EXHAUSTED.
   BufferCompatibility c = BufferCompatibility::kAllocatable;
   if (AllOf(r.type, MemoryType::kHostVisible) &&
       !AllOf(r.type, MemoryType::kDeviceLocal)) {
     c |= BufferCompatibility::kImportable;
-  }
-  if (AllOf(r.type, MemoryType::kDeviceLocal) && size > device_memory_bytes_) {
-    c = BufferCompatibility::kNone;
   }
   return c;
 }
 
 StatusOr<Ref<GpuBuffer>> GpuAllocator::CreateReserved(
     const BufferParams& params, DeviceSize size) {
+  // Pinned host memory cannot be larger than the host's memory; managed
+  // memory is bounded by the device's (it is DEVICE_LOCAL).
+  const GpuMemoryKind kind = KindFor(params.type);
+  HAL_RETURN_IF_ERROR(CheckAllocationSize(params, size, device_memory_bytes_,
+                                          kind == GpuMemoryKind::kHost));
   Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
-  return Ref<GpuBuffer>::Adopt(
-      new GpuBuffer(p, api_, KindFor(params.type), params.min_alignment));
+  auto buffer =
+      Ref<GpuBuffer>::Adopt(new GpuBuffer(p, api_, kind, params.min_alignment));
+  // The padded size is what the API is asked for: check it now, not when
+  // queue_alloca's waits are reached.
+  HAL_RETURN_IF_ERROR(buffer->PaddedSize().status());
+  return buffer;
 }
 
 StatusOr<Ref<Buffer>> GpuAllocator::AllocateBufferImpl(
@@ -188,6 +207,7 @@ StatusOr<Ref<Buffer>> GpuAllocator::ImportHostAllocationImpl(
     ReleaseCallback release) {
   GpuDevicePtr device = 0;
   if (size > 0) {
+    // The base checked that [ptr, ptr+size) fits the address space.
     HAL_RETURN_IF_ERROR(api_->MemHostRegister(ptr, static_cast<size_t>(size)));
     Status s = api_->HostDevicePointer(ptr, &device);
     if (!s.ok()) {

@@ -59,7 +59,10 @@ class GpuBuffer final : public Buffer {
   uint64_t Align(uint64_t base) const {
     return (base + alignment_ - 1) / alignment_ * alignment_;
   }
-  size_t PaddedSize() const;
+  // What the API is asked for: the size plus the alignment when it is above
+  // what the API guarantees. RESOURCE_EXHAUSTED when it does not fit a
+  // size_t.
+  StatusOr<size_t> PaddedSize() const;
 
   std::shared_ptr<GpuApi> api_;
   GpuMemoryKind kind_;
@@ -77,6 +80,8 @@ class GpuAllocator final : public Allocator {
   static Ref<GpuAllocator> Create(std::shared_ptr<GpuApi> api,
                                   DeviceSize device_memory_bytes);
   // A buffer without memory (queue_alloca); `params` from QueryCompatibility.
+  // RESOURCE_EXHAUSTED when the size can never be allocated
+  // (Allocator::CheckAllocationSize) or its padding overflows.
   StatusOr<Ref<GpuBuffer>> CreateReserved(const BufferParams& params,
                                           DeviceSize size);
 

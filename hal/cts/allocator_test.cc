@@ -260,6 +260,59 @@ TEST_F(Allocator, StatisticsTrackDeviceBytes) {
   EXPECT_EQ(after.live_allocations, before.live_allocations);
 }
 
+// Sizes no memory can hold, with alignments whose rounding or padding
+// overflows a 64-bit size: every one is RESOURCE_EXHAUSTED and allocates
+// nothing (a wrapped rounding used to give a tiny block).
+TEST_F(Allocator, HugeSizeIsResourceExhausted) {
+  const DeviceSize sizes[] = {~DeviceSize{0}, ~DeviceSize{0} - 100,
+                              DeviceSize{1} << 63, kMaxAllocationSize + 1,
+                              kMaxAllocationSize};
+  const DeviceSize alignments[] = {0, 4096, kMaxAlignment};
+  for (const BufferParams& base : {HostParams(), DeviceParams()}) {
+    for (DeviceSize size : sizes) {
+      for (DeviceSize alignment : alignments) {
+        BufferParams params = base;
+        params.min_alignment = alignment;
+        AllocatorStatistics before = allocator()->statistics();
+        auto buffer = allocator()->AllocateBuffer(params, size);
+        EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted)
+            << MemoryTypeString(params.type) << ", size " << size
+            << ", alignment " << alignment << ": "
+            << buffer.status().ToString();
+        AllocatorStatistics after = allocator()->statistics();
+        EXPECT_EQ(after.total_allocations, before.total_allocations);
+        EXPECT_EQ(after.host_bytes_allocated, before.host_bytes_allocated);
+        EXPECT_EQ(after.device_bytes_allocated, before.device_bytes_allocated);
+      }
+    }
+  }
+}
+
+// More than the device has is out of memory, as a GPU reports it, not a bad
+// argument; the params themselves are still allocatable.
+TEST_F(Allocator, LargerThanDeviceMemoryIsResourceExhausted) {
+  const DeviceSize memory = device()->info().memory_bytes;
+  ASSERT_GT(memory, 0u);
+  BufferParams params = DeviceParams();
+  EXPECT_TRUE(Any(allocator()->QueryCompatibility(params, memory + 1) &
+                  BufferCompatibility::kAllocatable));
+  CTS_EXPECT_CODE(kResourceExhausted,
+                  allocator()->AllocateBuffer(params, memory + 1));
+  // The allocator still works.
+  CTS_EXPECT_OK(allocator()->AllocateBuffer(params, 4096));
+}
+
+TEST_F(Allocator, ImportWrappingTheAddressSpaceIsInvalidArgument) {
+  CTS_REQUIRE_TAG(kTagImport);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  // Never dereferenced: the range check comes first.
+  void* near_top = reinterpret_cast<void*>(~uintptr_t{0} - 4095);
+  CTS_EXPECT_CODE(kInvalidArgument, allocator()->ImportHostAllocation(
+                                        HostParams(), near_top, 8192,
+                                        [calls] { calls->fetch_add(1); }));
+  EXPECT_EQ(calls->load(), 0);
+}
+
 TEST_F(Allocator, SubspanDoesNotAllocate) {
   CTS_ASSERT_OK_AND_ASSIGN(Ref<::hal::Buffer> buffer,
                            allocator()->AllocateBuffer(HostParams(), 4096));

@@ -38,6 +38,43 @@ class QueueAlloca : public CtsTest {
   }
 };
 
+// A size that can never be allocated (wrapping rounding or padding, more
+// than the device or the host has) is RESOURCE_EXHAUSTED at submission; the
+// signal is left alone.
+TEST_F(QueueAlloca, ImpossibleSizeIsResourceExhaustedAtOnce) {
+  const DeviceSize memory = device()->info().memory_bytes;
+  ASSERT_GT(memory, 0u);
+  struct Case {
+    BufferParams params;
+    DeviceSize size;
+  };
+  std::vector<Case> cases;
+  for (DeviceSize alignment : {DeviceSize{0}, DeviceSize{4096}}) {
+    for (BufferParams params : {HostParams(), DeviceParams()}) {
+      params.min_alignment = alignment;
+      for (DeviceSize size :
+           {~DeviceSize{0}, ~DeviceSize{0} - 100, kMaxAllocationSize + 1}) {
+        cases.push_back({params, size});
+      }
+    }
+  }
+  cases.push_back({DeviceParams(), memory + 1});
+  for (const Case& c : cases) {
+    auto s = NewSemaphore(0);
+    Usage before = CurrentUsage();
+    auto buffer =
+        device()->QueueAlloca(1, {}, Points{{s.get(), 1}}, c.params, c.size);
+    EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted)
+        << MemoryTypeString(c.params.type) << ", size " << c.size
+        << ", alignment " << c.params.min_alignment << ": "
+        << buffer.status().ToString();
+    EXPECT_EQ(Payload(s.get()), 0u);
+    Usage after = CurrentUsage();
+    EXPECT_EQ(after.bytes, before.bytes);
+    EXPECT_EQ(after.live, before.live);
+  }
+}
+
 TEST_F(QueueAlloca, CommitsOnlyAfterItsWaits) {
   constexpr DeviceSize kSize = 8192;
   auto gate = NewSemaphore(0), s = NewSemaphore(0);

@@ -23,6 +23,15 @@
 //   * Memory is host RAM: device, managed, pinned host, registered host and
 //     pool memory. Transfers that run past the end of an allocation fail
 //     with CUDA_ERROR_ILLEGAL_ADDRESS. Fresh memory is filled with 0xCD.
+//     A size whose rounding overflows, or larger than the host's memory
+//     (pinned) or the device's (16 GiB), is CUDA_ERROR_OUT_OF_MEMORY.
+//   * Freed memory (cuMemFree, cuMemFreeHost, cuMemFreeAsync) goes to a
+//     quarantine first: the host memory stays allocated and a transfer,
+//     fill or kernel that touches it fails with CUDA_ERROR_ILLEGAL_ADDRESS
+//     (sticky) and a "use after free" line on stderr, instead of writing
+//     memory the process reuses. A block leaves the quarantine once every
+//     op enqueued before its free has completed (so none can still touch
+//     it) and the quarantine holds more than kQuarantineBytes.
 //   * Faults (HALSIM_CUDA_FAULTS, seeded by HALSIM_CUDA_SEED): alloc=N fails
 //     the Nth allocation with CUDA_ERROR_OUT_OF_MEMORY and alloc_ppm=P each
 //     allocation with probability P/10^6; op=N fails the Nth stream
@@ -69,12 +78,14 @@
 #include <cuda.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +107,8 @@ namespace {
 
 constexpr int kSimDriverVersion = 13000;
 constexpr size_t kDeviceMemoryBytes = size_t{16} << 30;
+// Freed memory kept back to catch late uses (see the top of the file).
+constexpr size_t kQuarantineBytes = size_t{64} << 20;
 
 using hal::sim::SimRandom;
 
@@ -151,6 +164,12 @@ struct Allocation {
   enum Kind { kDevice, kManaged, kHost, kRegistered, kPool } kind;
 };
 
+// A freed allocation in the quarantine: its memory is still ours.
+struct Freed {
+  size_t size;
+  uint64_t freed_after;  // Sim::ops_enqueued when it was freed
+};
+
 struct SimEvent {
   Context* context = nullptr;
   uint64_t generation = 0;  // bumped by each record
@@ -186,6 +205,7 @@ struct Range {
 // may start; `run` is its effect at completion, called without the lock.
 struct StreamOp {
   const char* name = "op";
+  uint64_t seq = 0;             // enqueue order over all streams, from 1
   std::function<bool()> ready;  // empty: ready at the head
   std::function<void()> run;    // empty: no effect (barrier-like)
   bool zero_time = false;       // waits: complete as soon as they start
@@ -230,6 +250,10 @@ struct Sim {
   std::vector<Context*> primary;  // per device, null when released
   std::map<uintptr_t, Allocation> allocations;
   size_t device_bytes = 0;
+  uint64_t ops_enqueued = 0;
+  std::map<uintptr_t, Freed> quarantine;
+  std::deque<uintptr_t> quarantine_order;  // oldest free first
+  size_t quarantine_bytes = 0;
   bool host_functions_paused = false;
   // The engine (see "Scheduling" above).
   std::vector<Stream*> streams;  // creation order
@@ -348,7 +372,48 @@ const Allocation* FindAllocation(uintptr_t p, uintptr_t* base) {
 bool RangeOk(uintptr_t p, size_t n) {
   uintptr_t base;
   const Allocation* a = FindAllocation(p, &base);
-  return !a || p + n <= base + a->size;
+  return !a || n <= base + a->size - p;
+}
+
+// Under the lock: whether [p, p+n) (n > 0) touches quarantined memory.
+bool TouchesFreedLocked(uintptr_t p, size_t n) {
+  auto& q = S().quarantine;
+  uintptr_t end = n > UINTPTR_MAX - p ? UINTPTR_MAX : p + n;
+  auto it = q.lower_bound(end);
+  if (it == q.begin()) return false;
+  --it;
+  return it->first + it->second.size > p;
+}
+
+// Under the lock: the seq of the oldest op not yet completed, or the next
+// seq when every stream is idle.
+uint64_t OldestPendingOpLocked() {
+  Sim& s = S();
+  uint64_t oldest = s.ops_enqueued + 1;
+  for (Stream* stream : s.streams) {
+    if (!stream->ops.empty()) {
+      oldest = std::min(oldest, stream->ops.front().seq);
+    }
+  }
+  return oldest;
+}
+
+// Under the lock: returns quarantined memory to the host, oldest first,
+// while the quarantine is over budget and no op enqueued before the free is
+// still pending (ops complete in order within a stream, so the front of
+// each stream is its oldest).
+void TrimQuarantineLocked() {
+  Sim& s = S();
+  if (s.quarantine_bytes <= kQuarantineBytes) return;
+  const uint64_t oldest_pending = OldestPendingOpLocked();
+  while (s.quarantine_bytes > kQuarantineBytes && !s.quarantine_order.empty()) {
+    auto it = s.quarantine.find(s.quarantine_order.front());
+    if (it->second.freed_after >= oldest_pending) break;
+    s.quarantine_bytes -= it->second.size;
+    std::free(reinterpret_cast<void*>(it->first));
+    s.quarantine.erase(it);
+    s.quarantine_order.pop_front();
+  }
 }
 
 // Under the lock: restarts the seed's fault stream.
@@ -374,10 +439,28 @@ bool OpFaultLocked() {
          s.fault_random.Chance(static_cast<uint32_t>(s.faults.op_ppm));
 }
 
+// Physical memory of the host: the most one allocation can take (asking
+// the C allocator for more aborts under ASan or faults in the 0xCD fill).
+size_t HostMemoryBytes() {
+  static const size_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return size_t{1} << 40;
+    if (static_cast<size_t>(pages) > SIZE_MAX / page_size) return SIZE_MAX;
+    return static_cast<size_t>(pages) * static_cast<size_t>(page_size);
+  }();
+  return bytes;
+}
+
+// `size` (> 0) rounded up to `alignment` (a power of two), or null when the
+// rounding overflows or the host cannot hold it.
 void* RawAlloc(size_t size, size_t alignment) {
-  size_t rounded = (size + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded ? rounded : alignment);
-  if (p) std::memset(p, 0xCD, rounded ? rounded : alignment);
+  if (size > HostMemoryBytes() || size > SIZE_MAX - (alignment - 1)) {
+    return nullptr;
+  }
+  size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p) std::memset(p, 0xCD, rounded);
   return p;
 }
 
@@ -410,8 +493,12 @@ CUresult Free(uintptr_t p, bool host) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (!is_host) s.device_bytes -= it->second.size;
+  // Ops enqueued up to now may still touch it: quarantine, do not free.
+  s.quarantine[p] = Freed{it->second.size, s.ops_enqueued};
+  s.quarantine_order.push_back(p);
+  s.quarantine_bytes += it->second.size;
   s.allocations.erase(it);
-  std::free(reinterpret_cast<void*>(p));
+  TrimQuarantineLocked();
   return CUDA_SUCCESS;
 }
 
@@ -546,6 +633,7 @@ void EngineMain() {
     next->ops.pop_front();
     next->head_started = false;
     ++next->completed;
+    TrimQuarantineLocked();
     // Let the host react before the next step: to a host function (which
     // wakes host threads), or to a completion a blocked synchronize call
     // may have been waiting for.
@@ -568,6 +656,7 @@ CUresult Enqueue(CUstream hstream, StreamOp op) {
   Sim& s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
   ++stream->enqueued;
+  op.seq = ++s.ops_enqueued;
   stream->ops.push_back(std::move(op));
   s.cv.notify_all();
   return CUDA_SUCCESS;
@@ -584,6 +673,17 @@ std::function<void()> WorkOp(Context* ctx, uintptr_t dst, uintptr_t src,
       if (ctx->sticky != CUDA_SUCCESS) return;
       if (OpFaultLocked()) {
         ctx->sticky = CUDA_ERROR_LAUNCH_FAILED;
+        return;
+      }
+      if (n &&
+          (TouchesFreedLocked(dst, n) || (src && TouchesFreedLocked(src, n)))) {
+        std::fprintf(stderr,
+                     "halsim_cuda: illegal address (use after free, seed "
+                     "%llu): %zu bytes at 0x%llx (source 0x%llx) touch freed "
+                     "memory\n",
+                     (unsigned long long)s.seed, n, (unsigned long long)dst,
+                     (unsigned long long)src);
+        ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
         return;
       }
       if (!RangeOk(dst, n) || (src && !RangeOk(src, n))) {
@@ -1110,6 +1210,7 @@ HALSIM_EXPORT CUresult cuMemHostRegister(void* p, size_t bytesize,
   std::lock_guard<std::mutex> lock(s.mutex);
   uintptr_t base;
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  if (bytesize > UINTPTR_MAX - addr) return CUDA_ERROR_INVALID_VALUE;
   if (FindAllocation(addr, &base) ||
       FindAllocation(addr + bytesize - 1, &base)) {
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
@@ -1557,10 +1658,12 @@ CUresult KernelOp(Context* ctx, CUfunction hfunc, unsigned int grid_x,
         uintptr_t base;
         const Allocation* a = FindAllocation(pointers[i], &base);
         if (!a) {
-          std::fprintf(stderr,
-                       "halsim_cuda: '%s' parameter %u (0x%llx) is not in "
-                       "any allocation\n",
-                       f->name.c_str(), i, (unsigned long long)pointers[i]);
+          std::fprintf(
+              stderr,
+              "halsim_cuda: '%s' parameter %u (0x%llx) is not in "
+              "any allocation%s\n",
+              f->name.c_str(), i, (unsigned long long)pointers[i],
+              TouchesFreedLocked(pointers[i], 1) ? " (use after free)" : "");
           ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
           return;
         }

@@ -27,6 +27,11 @@ namespace {
 
 constexpr char kSimLibrary[] = HAL_CUDA_SIM_LIBRARY;
 
+// Several tests here race on purpose: the simulator must count and print
+// races, not abort, whatever the environment says (cuInit reads it once).
+[[maybe_unused]] const bool kRacesCounted =
+    setenv("HALSIM_CUDA_RACES", "count", 1) == 0;
+
 // The simulator's extra entry points, from the library the driver loaded.
 struct SimControls {
   uint64_t (*launched)() = nullptr;
@@ -333,7 +338,8 @@ class SimApi {
               CUDA_SUCCESS);
     EXPECT_EQ(syms_->cuEventCreate(&gate_, CU_EVENT_DISABLE_TIMING),
               CUDA_SUCCESS);
-    EXPECT_EQ(syms_->cuLaunchHostFunc(gate_stream_, [](void*) {}, nullptr),
+    EXPECT_EQ(syms_->cuLaunchHostFunc(
+                  gate_stream_, [](void*) {}, nullptr),
               CUDA_SUCCESS);
     EXPECT_EQ(syms_->cuEventRecord(gate_, gate_stream_), CUDA_SUCCESS);
     std::vector<CUstream> streams(n);
@@ -346,14 +352,20 @@ class SimApi {
   }
   // Opens the gate, waits for every stream and destroys them.
   void Run(std::vector<CUstream>& streams) {
+    for (CUresult r : RunAll(streams)) EXPECT_EQ(r, CUDA_SUCCESS);
+  }
+  // Run, returning what each stream's synchronize returned.
+  std::vector<CUresult> RunAll(std::vector<CUstream>& streams) {
     controls_.pause(0);
+    std::vector<CUresult> results;
     for (CUstream stream : streams) {
-      EXPECT_EQ(syms_->cuStreamSynchronize(stream), CUDA_SUCCESS);
+      results.push_back(syms_->cuStreamSynchronize(stream));
       EXPECT_EQ(syms_->cuStreamDestroy(stream), CUDA_SUCCESS);
     }
     EXPECT_EQ(syms_->cuStreamDestroy(gate_stream_), CUDA_SUCCESS);
     EXPECT_EQ(syms_->cuEventDestroy(gate_), CUDA_SUCCESS);
     streams.clear();
+    return results;
   }
 
  private:
@@ -389,9 +401,9 @@ TEST_F(CudaSim, ScheduleFollowsTheSeedAndReplays) {
     std::vector<CUstream> streams = api.GatedStreams(seed, 3);
     for (int step = 0; step < 4; ++step) {
       for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(syms->cuMemsetD8Async(memory + 4096 * i, step, 4096,
-                                        streams[i]),
-                  CUDA_SUCCESS);
+        EXPECT_EQ(
+            syms->cuMemsetD8Async(memory + 4096 * i, step, 4096, streams[i]),
+            CUDA_SUCCESS);
         entries.push_back(Entry{&log, i});
         EXPECT_EQ(syms->cuLaunchHostFunc(
                       streams[i],
@@ -442,8 +454,7 @@ TEST_F(CudaSim, RacesBetweenUnorderedStreamsAreReported) {
   const uint64_t unordered = controls_.races();
   streams = api.GatedStreams(1, 2);
   CUevent event = nullptr;
-  ASSERT_EQ(syms->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
-            CUDA_SUCCESS);
+  ASSERT_EQ(syms->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
   ASSERT_EQ(syms->cuMemsetD8Async(memory, 1, 256, streams[0]), CUDA_SUCCESS);
   ASSERT_EQ(syms->cuEventRecord(event, streams[0]), CUDA_SUCCESS);
   ASSERT_EQ(syms->cuStreamWaitEvent(streams[1], event, 0), CUDA_SUCCESS);
@@ -459,6 +470,169 @@ TEST_F(CudaSim, RacesBetweenUnorderedStreamsAreReported) {
   EXPECT_EQ(bytes[0], 1);
   EXPECT_EQ(bytes[200], 2) << "the second write landed first";
   EXPECT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
+}
+
+// Sizes whose rounding to the allocation alignment wraps are out of memory,
+// not a tiny block (a mapped write then overflowed the heap); so is a host
+// range that wraps the address space for registration.
+TEST_F(CudaSim, AllocationSizesThatOverflowAreOutOfMemory) {
+  SimApi api(controls_);
+  ASSERT_TRUE(api.syms());
+  const CudaSymbols* syms = api.syms();
+  for (size_t size : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX / 2 + 1}) {
+    void* host = nullptr;
+    EXPECT_EQ(syms->cuMemHostAlloc(&host, size, 0), CUDA_ERROR_OUT_OF_MEMORY)
+        << size;
+    CUdeviceptr device = 0;
+    EXPECT_EQ(syms->cuMemAlloc(&device, size), CUDA_ERROR_OUT_OF_MEMORY)
+        << size;
+    EXPECT_EQ(syms->cuMemAllocManaged(&device, size, CU_MEM_ATTACH_GLOBAL),
+              CUDA_ERROR_OUT_OF_MEMORY)
+        << size;
+  }
+  void* near_top = reinterpret_cast<void*>(~uintptr_t{0} - 4095);
+  EXPECT_EQ(syms->cuMemHostRegister(near_top, 8192, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  // Ordinary sizes still work.
+  void* host = nullptr;
+  ASSERT_EQ(syms->cuMemHostAlloc(&host, 100, 0), CUDA_SUCCESS);
+  EXPECT_EQ(syms->cuMemFreeHost(host), CUDA_SUCCESS);
+}
+
+// Freed memory that a pending op still names stays allocated (quarantined):
+// the op fails with CUDA_ERROR_ILLEGAL_ADDRESS instead of writing memory the
+// process reuses (ASan saw a heap-use-after-free). One case per way memory
+// is freed and written: cuMemFree then a memset, cuMemFreeAsync then a
+// memset ordered after it, cuMemFree then a graph memset node.
+TEST_F(CudaSim, WritesToFreedMemoryAreIllegalAddress) {
+  enum class Case { kSyncFree, kStreamOrderedFree, kGraphAfterFree };
+  for (Case c :
+       {Case::kSyncFree, Case::kStreamOrderedFree, Case::kGraphAfterFree}) {
+    SCOPED_TRACE(static_cast<int>(c));
+    SimApi api(controls_);
+    ASSERT_TRUE(api.syms());
+    const CudaSymbols* syms = api.syms();
+    CUdeviceptr memory = 0;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    CUevent freed = nullptr;
+    if (c == Case::kStreamOrderedFree) {
+      CUmemoryPool pool = nullptr;
+      ASSERT_EQ(syms->cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+      std::vector<CUstream> setup = api.GatedStreams(1, 1);
+      ASSERT_EQ(syms->cuMemAllocFromPoolAsync(&memory, 4096, pool, setup[0]),
+                CUDA_SUCCESS);
+      api.Run(setup);
+    } else {
+      ASSERT_EQ(syms->cuMemAlloc(&memory, 4096), CUDA_SUCCESS);
+    }
+    if (c == Case::kGraphAfterFree) {
+      CUcontext ctx = nullptr;
+      ASSERT_EQ(syms->cuCtxPopCurrent(&ctx), CUDA_SUCCESS);
+      ASSERT_EQ(syms->cuCtxPushCurrent(ctx), CUDA_SUCCESS);
+      ASSERT_EQ(syms->cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+      CUDA_MEMSET_NODE_PARAMS memset{};
+      memset.dst = memory;
+      memset.elementSize = 1;
+      memset.width = 4096;
+      memset.height = 1;
+      memset.value = 7;
+      CUgraphNode node = nullptr;
+      ASSERT_EQ(
+          syms->cuGraphAddMemsetNode(&node, graph, nullptr, 0, &memset, ctx),
+          CUDA_SUCCESS);
+      ASSERT_EQ(syms->cuGraphInstantiateWithFlags(&exec, graph, 0),
+                CUDA_SUCCESS);
+    }
+    // streams[1] writes after streams[0] freed (or, gated, after the host
+    // freed): the free is done before the write runs.
+    std::vector<CUstream> streams = api.GatedStreams(1, 2);
+    ASSERT_EQ(syms->cuEventCreate(&freed, CU_EVENT_DISABLE_TIMING),
+              CUDA_SUCCESS);
+    if (c == Case::kStreamOrderedFree) {
+      ASSERT_EQ(syms->cuMemFreeAsync(memory, streams[0]), CUDA_SUCCESS);
+    }
+    ASSERT_EQ(syms->cuEventRecord(freed, streams[0]), CUDA_SUCCESS);
+    ASSERT_EQ(syms->cuStreamWaitEvent(streams[1], freed, 0), CUDA_SUCCESS);
+    if (c == Case::kGraphAfterFree) {
+      ASSERT_EQ(syms->cuGraphLaunch(exec, streams[1]), CUDA_SUCCESS);
+    } else {
+      ASSERT_EQ(syms->cuMemsetD8Async(memory, 7, 4096, streams[1]),
+                CUDA_SUCCESS);
+    }
+    if (c != Case::kStreamOrderedFree) {
+      ASSERT_EQ(syms->cuMemFree(memory), CUDA_SUCCESS);
+    }
+    const uint64_t work_before = controls_.work_done();
+    std::vector<CUresult> results = api.RunAll(streams);
+    EXPECT_EQ(results[1], CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(controls_.work_done(), work_before) << "the write ran";
+    syms->cuEventDestroy(freed);
+    if (exec) syms->cuGraphExecDestroy(exec);
+    if (graph) syms->cuGraphDestroy(graph);
+    // ~SimApi releases the primary context and its sticky error.
+  }
+}
+
+// The same misuse through the HAL, in each allocation and command-buffer
+// mode: a queue_dealloca not ordered with a fill of the same buffer on
+// another queue. Whichever the seed runs first, the simulator never writes
+// freed memory (ASan saw it do so), and no semaphore hangs; a fill that
+// lands after the free fails its signal with CUDA_ERROR_ILLEGAL_ADDRESS.
+TEST_F(CudaSim, DeallocaRacingAnUnorderedFillNeverTouchesFreedMemory) {
+  for (const char* mode :
+       {"", "&async_allocations=0", "&command_buffer_mode=graph"}) {
+    int fills_failed = 0;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      SCOPED_TRACE(std::string("mode '") + mode + "', seed " +
+                   std::to_string(seed));
+      ASSERT_EQ(controls_.reset_schedule(seed), 0);
+      Ref<Device> device = OpenSimDevice(std::string("queues=2") + mode);
+      ASSERT_TRUE(device);
+      auto allocated = device->CreateSemaphore(0);
+      auto filled = device->CreateSemaphore(0);
+      auto freed = device->CreateSemaphore(0);
+      ASSERT_TRUE(allocated.ok() && filled.ok() && freed.ok());
+      SemaphorePoint a{allocated->get(), 1}, f{filled->get(), 1},
+          d{freed->get(), 1};
+      BufferParams params;
+      params.type = MemoryType::kDeviceLocal;
+      auto buffer = device->QueueAlloca(1, {}, {&a, 1}, params, 64 * 1024);
+      ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+      const uint32_t pattern = 0x5A5A5A5Au;
+      // A backlog on queue 1 so that the dealloca is often done (on the
+      // device and, with synchronous allocations, on the host) first.
+      auto scratch = device->allocator()->AllocateBuffer(params, 4096);
+      ASSERT_TRUE(scratch.ok()) << scratch.status().ToString();
+      for (int i = 0; i < 8; ++i) {
+        ASSERT_TRUE(
+            device->QueueFill(2, {}, {}, scratch->get(), 0, 4096, &pattern, 4)
+                .ok());
+      }
+      ASSERT_TRUE(device
+                      ->QueueFill(2, {&a, 1}, {&f, 1}, buffer->get(), 0,
+                                  64 * 1024, &pattern, 4)
+                      .ok());
+      ASSERT_TRUE(
+          device->QueueDealloca(1, {&a, 1}, {&d, 1}, buffer->get()).ok());
+      Status fill =
+          (*filled)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+      Status dealloca =
+          (*freed)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+      EXPECT_NE(fill.code(), StatusCode::kDeadlineExceeded) << fill.ToString();
+      EXPECT_NE(dealloca.code(), StatusCode::kDeadlineExceeded)
+          << dealloca.ToString();
+      if (fill.message().find("CUDA_ERROR_ILLEGAL_ADDRESS") !=
+          std::string::npos) {
+        ++fills_failed;
+      }
+      device->WaitIdle(Timeout::After(std::chrono::seconds(20))).IgnoreError();
+    }
+    // The backlog makes the fill land after the free under these seeds
+    // (each of them, when this was written).
+    EXPECT_GE(fills_failed, 1)
+        << "mode '" << mode << "': no seed ran the fill after the free";
+  }
 }
 
 // CUDA's "record before wait" rule: a stream wait on an event that was never
@@ -532,8 +706,7 @@ TEST_F(CudaSim, SeededFaultsReplay) {
     EXPECT_EQ(syms->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
               CUDA_SUCCESS);
     for (int i = 0; i < 64; ++i) {
-      EXPECT_EQ(syms->cuMemsetD8Async(memory + i, 1, 1, stream),
-                CUDA_SUCCESS);
+      EXPECT_EQ(syms->cuMemsetD8Async(memory + i, 1, 1, stream), CUDA_SUCCESS);
     }
     CUresult r = syms->cuStreamSynchronize(stream);
     EXPECT_EQ(syms->cuStreamDestroy(stream), CUDA_SUCCESS);
@@ -542,7 +715,9 @@ TEST_F(CudaSim, SeededFaultsReplay) {
     int first = 0;
     while (first < 64 && bytes[first] == 1) ++first;
     EXPECT_EQ(r == CUDA_SUCCESS, first == 64);
-    if (first < 64) EXPECT_EQ(r, CUDA_ERROR_LAUNCH_FAILED);
+    if (first < 64) {
+      EXPECT_EQ(r, CUDA_ERROR_LAUNCH_FAILED);
+    }
     return first;
   };
   std::set<std::string> alloc_patterns;
