@@ -7,7 +7,8 @@ arguments from its record in the order hal_program_fuzzer.cc reads them (zeros
 past the end). `HAL_FUZZ_VERBOSE=1 build/default/bin/fuzz_hal_program FILE`
 prints what an input does.
 
-    python3 fuzz/make_hal_program_seeds.py   # rewrites the seed_* files
+    python3 fuzz/make_hal_program_seeds.py   # rewrites the seed_* files and
+                                             # fuzz/dict/hal_program.dict
 """
 import os
 
@@ -218,13 +219,34 @@ SEEDS = {
 }
 
 
+def dictionary():
+    """The seeds' records (so that mutations splice whole ops) and edge values."""
+    lines = ["# fuzz_hal_program: an input is 2 header bytes and 32-byte records (one op",
+             "# each; see fuzz/make_hal_program_seeds.py, which writes this file).",
+             "# Entries: the seed programs' records, so that mutations splice ops,",
+             "# and edge values."]
+    seen = []
+    for data in SEEDS.values():
+        for i in range(2, len(data), 32):
+            record = data[i:i + 32].rstrip(b"\0")
+            if len(record) >= 2 and record not in seen:
+                seen.append(record)
+    for n, record in enumerate(seen, 1):
+        lines.append('op_%d="%s"' % (n, "".join("\\x%02x" % c for c in record)))
+    lines += ['max_u64="' + "\\xff" * 8 + '"', 'max_u32="' + "\\xff" * 4 + '"',
+              'zeros="' + "\\x00" * 8 + '"']
+    return "\n".join(lines) + "\n"
+
+
 def main():
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus",
-                       "hal_program")
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = os.path.join(here, "corpus", "hal_program")
     os.makedirs(out, exist_ok=True)
     for name, data in SEEDS.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
+    with open(os.path.join(here, "dict", "hal_program.dict"), "w") as f:
+        f.write(dictionary())
 
 
 if __name__ == "__main__":
