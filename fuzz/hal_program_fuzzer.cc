@@ -68,6 +68,9 @@ constexpr StatusCode kInjected[] = {
 //    64 KiB of 2^64 succeeds (size rounding wraps on sim://, and with a
 //    min_alignment on cuda://); sizes near 2^64 are not generated for such
 //    types.
+//  * item 3: on cuda://, a queue_dealloca racing an unordered fill lets the
+//    CUDA API simulator write freed memory (heap-use-after-free); a
+//    dealloca is only submitted for a buffer no unfinished op touches.
 bool AvoidKnownBugs() {
   static const bool avoid = [] {
     const char* env = std::getenv("HAL_FUZZ_KNOWN_BUGS");
@@ -728,6 +731,7 @@ class Program {
     Gen(sub);
     Buffer* b = BufferArg();
     sub.buffer_ids.push_back(BufferId(b));
+    if (AvoidKnownBugs() && is_cuda_ && b && !BufferQuiet(BufferId(b))) return;
     Begin(sub);
     End(sub,
         device_->QueueDealloca(sub.affinity, sub.wait, sub.signal_with_done, b),
