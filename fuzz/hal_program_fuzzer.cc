@@ -64,13 +64,6 @@ constexpr StatusCode kInjected[] = {
 // hal/command_buffer.h, docs/architecture.md "Error codes").
 // Known bugs the generator steers around until their fixes land (issue 11);
 // HAL_FUZZ_KNOWN_BUGS=1 lifts the constraints, to check a fix:
-//  * items 1 and 2: AllocateBuffer of HOST_VISIBLE memory with a size within
-//    64 KiB of 2^64 succeeds (size rounding wraps on sim://, and with a
-//    min_alignment on cuda://); sizes near 2^64 are not generated for such
-//    types.
-//  * item 3: on cuda://, a queue_dealloca racing an unordered fill lets the
-//    CUDA API simulator write freed memory (heap-use-after-free); a
-//    dealloca is only submitted for a buffer no unfinished op touches.
 //  * item 7: the threaded simulator's in-flight count underflows after a
 //    device loss (WaitIdle: "18446744073709551615 operation(s) still in
 //    flight"); no lose_device_at with mode=threaded.
@@ -701,10 +694,6 @@ class Program {
   void Allocate() {
     BufferParams p = GenParams();
     DeviceSize size = AllocSize();
-    if (AvoidKnownBugs() && Any(p.type & MemoryType::kHostVisible) &&
-        size > ~DeviceSize{0} - (DeviceSize{1} << 24)) {
-      return;
-    }
     StatusOr<Ref<Buffer>> b = device_->allocator()->AllocateBuffer(p, size);
     Check(b.status(),
           {StatusCode::kInvalidArgument, StatusCode::kResourceExhausted},
@@ -741,7 +730,6 @@ class Program {
     Gen(sub);
     Buffer* b = BufferArg();
     sub.buffer_ids.push_back(BufferId(b));
-    if (AvoidKnownBugs() && is_cuda_ && b && !BufferQuiet(BufferId(b))) return;
     Begin(sub);
     End(sub,
         device_->QueueDealloca(sub.affinity, sub.wait, sub.signal_with_done, b),
