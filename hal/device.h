@@ -105,6 +105,22 @@ class Device : public RefCounted {
   // it runs (the simulator's out-of-bounds checks) fail the signals.
   Status QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, const DispatchParams& params);
+  // Runs `fn` on a driver thread once the waits are reached; its error
+  // fails the signals.
+  //
+  // What a host call may wait on (the one statement of the rule; the docs
+  // point here, and every driver follows it): `fn` may block on anything
+  // that completes without `fn` returning first: work on other queues, host
+  // calls on other queues, other host threads (a semaphore the host
+  // signals). It must not wait on:
+  // - later work of its own queue (the queue is busy running `fn`): that
+  //   deadlocks until the wait's timeout, on every driver;
+  // - a host call that itself waits, directly or not, on progress of `fn`
+  //   (two host calls on two queues handing a token back and forth while
+  //   both run): in the deterministic simulator a waiting host call runs
+  //   other queues' work inside its wait, on its own thread, so the inner
+  //   one cannot see the outer one move again; it times out.
+  // The deterministic simulator's side of this: docs/simulator.md.
   Status QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, HostCallFn fn);
   Status QueueBarrier(QueueAffinity affinity, SemaphoreList wait,

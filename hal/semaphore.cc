@@ -23,7 +23,9 @@ namespace {
 constexpr auto kPumpSlice = std::chrono::milliseconds(1);
 
 // Waits on `cv` until `done()` or the deadline, running progress pumps
-// (with `lock` released) whenever they can make progress.
+// (with `lock` released) whenever they can make progress. The deadline is
+// checked after every pump step (one operation per device), so a poll runs
+// at most one step and a timed wait overruns its deadline by at most one.
 template <typename Lock, typename Done>
 void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
                  Done done) {
@@ -32,11 +34,12 @@ void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
     bool progressed = RunProgressPumps();
     lock.lock();
     if (done()) return;
-    if (progressed) continue;
     if (timeout.is_immediate() || timeout.expired()) return;
+    if (progressed) continue;
     auto slice = Timeout::Clock::now() + kPumpSlice;
-    cv.wait_until(lock, timeout.is_infinite() ? slice
-                                              : std::min(slice, timeout.deadline()));
+    cv.wait_until(lock, timeout.is_infinite()
+                            ? slice
+                            : std::min(slice, timeout.deadline()));
   }
 }
 
@@ -71,11 +74,12 @@ bool SpinUntil(const Done& done, Timeout timeout) {
 
 #if defined(__linux__)
 // Sleeps while `*word == expected`, until woken or the deadline passes.
-void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, Timeout timeout) {
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected,
+               Timeout timeout) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
   if (timeout.is_infinite()) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word),
-            FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE,
+            expected, nullptr, nullptr, 0);
     return;
   }
   // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, the clock
@@ -114,6 +118,17 @@ StatusOr<uint64_t> Semaphore::Query() const {
     return failure_;
   }
   return payload_.load(std::memory_order_acquire);
+}
+
+// The payload is read before `failed_` (both seq_cst). Fail sets `failed_`
+// and then reads the payload into `failed_payload_`, so a payload seen here
+// with `failed_` still clear is at or below `failed_payload_`: an answer of
+// true never turns false.
+bool Semaphore::Reached(uint64_t value) const {
+  const uint64_t payload = payload_.load(std::memory_order_seq_cst);
+  if (!failed_.load(std::memory_order_seq_cst)) return payload >= value;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failed_payload_ >= value;
 }
 
 void Semaphore::Fire(std::vector<Timepoint>& fired, const Status& status) {
@@ -165,11 +180,13 @@ Status Semaphore::Signal(uint64_t value) {
           static_cast<unsigned long long>(value),
           static_cast<unsigned long long>(current));
     }
-    if (payload_.compare_exchange_weak(current, value, std::memory_order_seq_cst,
+    if (payload_.compare_exchange_weak(current, value,
+                                       std::memory_order_seq_cst,
                                        std::memory_order_relaxed)) {
       break;
     }
   }
+  if (signal_race_hook_) signal_race_hook_();
   const uint32_t slow = slow_.load(std::memory_order_seq_cst);
   if (slow == 0) {
     OnSignaled(value);
@@ -199,16 +216,27 @@ Status Semaphore::Signal(uint64_t value) {
 void Semaphore::Fail(Status status) {
   if (status.ok()) status = UnknownError("semaphore failed with an OK status");
   std::vector<Timepoint> fired;
+  std::vector<Timepoint> reached;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failed_.load(std::memory_order_relaxed)) return;
     failure_ = status;
     failed_.store(true, std::memory_order_seq_cst);
-    fired.swap(timepoints_);
+    // A Signal whose CAS lands after this read read `failed_` before this
+    // store: its value counts as not reached before the failure.
+    failed_payload_ = payload_.load(std::memory_order_seq_cst);
+    // A Signal racing with this one may have raised the payload and not yet
+    // collected its timepoints: those values were reached before the
+    // failure, so they fire OK, as they would have a moment earlier.
+    for (Timepoint& tp : timepoints_) {
+      (tp.value <= failed_payload_ ? reached : fired).push_back(std::move(tp));
+    }
+    timepoints_.clear();
     slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
   }
   if (slow_.load(std::memory_order_seq_cst) >= kSleeper) WakeSleepers();
   OnFailed(status);
+  Fire(reached, OkStatus());
   Fire(fired, status);
 }
 
@@ -219,17 +247,21 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   };
   if (!done() && HaveProgressPumps()) {
     // Device work runs inside host waits (deterministic simulator): pump
-    // instead of spinning, and sleep a slice at a time.
+    // instead of spinning, and sleep a slice at a time. The deadline is
+    // checked after every pump step: a poll runs at most one step, a timed
+    // wait stops at most one step past its deadline.
     slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
     while (!done()) {
-      if (RunProgressPumps()) continue;
-      if (timeout.is_immediate() || timeout.expired()) break;
+      const bool progressed = RunProgressPumps();
+      if (done() || timeout.is_immediate() || timeout.expired()) break;
+      if (progressed) continue;
       const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
       if (done()) break;
       auto slice = Timeout::Clock::now() + kPumpSlice;
-      SleepOnEpoch(epoch, Timeout::At(timeout.is_infinite()
-                                          ? slice
-                                          : std::min(slice, timeout.deadline())));
+      SleepOnEpoch(epoch,
+                   Timeout::At(timeout.is_infinite()
+                                   ? slice
+                                   : std::min(slice, timeout.deadline())));
     }
     slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
   } else if (!done()) {
@@ -388,7 +420,8 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   }
   auto done = [&] {
     if (mode == WaitMode::kAny) {
-      return state->reached > 0 || state->remaining == 0 || !state->failure.ok();
+      return state->reached > 0 || state->remaining == 0 ||
+             !state->failure.ok();
     }
     return state->remaining == 0 || !state->failure.ok();
   };

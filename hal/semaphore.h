@@ -37,12 +37,22 @@ class Semaphore : public RefCounted {
   // The current payload, or the failure status once failed.
   StatusOr<uint64_t> Query() const;
 
+  // True iff the payload reached `value` before any failure. Unlike Query, a
+  // failed semaphore still answers for the values it reached before it
+  // failed (true) and for the others (false). A value reached is reached for
+  // good: once true, always true. Queue operations decide their waits with
+  // this: a wait reached before a failure stays satisfied.
+  bool Reached(uint64_t value) const;
+
   // Raises the payload to `value`. INVALID_ARGUMENT (payload unchanged) when
   // `value` is not above the current payload; the failure status when failed.
   Status Signal(uint64_t value);
 
   // Puts the semaphore in the failed state. The first failure wins; later
-  // calls are ignored. An OK status is turned into UNKNOWN.
+  // calls are ignored. An OK status is turned into UNKNOWN. Pending
+  // timepoints whose value the payload reached before the failure (a Signal
+  // racing with this one raised it but has not fired them yet) fire OK; the
+  // others fire with the failure.
   void Fail(Status status);
 
   // Blocks until the payload reaches `value` (OK), the semaphore fails (its
@@ -60,6 +70,13 @@ class Semaphore : public RefCounted {
 
   // Only for diagnostics and tests.
   size_t pending_timepoint_count() const;
+  // Test-only: `hook` runs inside every Signal of this semaphore after it
+  // raised the payload and before it collects the reached timepoints (the
+  // window in which a racing Fail used to fire them with the failure).
+  // Null clears it. Set it before the semaphore is shared.
+  void SetSignalRaceHookForTesting(std::function<void()> hook) {
+    signal_race_hook_ = std::move(hook);
+  }
 
  protected:
   explicit Semaphore(uint64_t initial_value) : payload_(initial_value) {}
@@ -103,7 +120,11 @@ class Semaphore : public RefCounted {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   Status failure_;
+  // The payload when the failure landed (read under the mutex, after
+  // `failed_` was set): values at or below it were reached before it.
+  uint64_t failed_payload_ = 0;
   std::vector<Timepoint> timepoints_;
+  std::function<void()> signal_race_hook_;
   TimepointId next_id_ = 1;
 };
 

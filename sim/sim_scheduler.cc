@@ -32,7 +32,7 @@ struct Entry {
   std::unique_ptr<SimOp> op;
   std::mutex mutex;  // guards the four fields below
   int pending = 0;
-  bool dispatched = false;  // handed on (all waits met, or one failed)
+  bool dispatched = false;       // handed on (all waits met, or one failed)
   bool waits_cancelled = false;  // CancelWaits ran; later ids cancel at once
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
@@ -41,11 +41,16 @@ struct Entry {
   uint64_t start_seq = 0;
   bool began = false;  // registered with the checker
   Status hazard;
+  // Under Core's lock: a worker, a pump step or AbandonAll took the op to
+  // end it. Exactly one of them does; a wait callback that comes later
+  // (racing with AbandonAll) must not queue it again.
+  bool taken = false;
 };
 
 // Heap order for the deterministic scheduler: earliest completion first,
 // ties broken by start order.
-bool CompletesLater(const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+bool CompletesLater(const std::shared_ptr<Entry>& a,
+                    const std::shared_ptr<Entry>& b) {
   return a->complete_at != b->complete_at ? a->complete_at > b->complete_at
                                           : a->start_seq > b->start_seq;
 }
@@ -64,7 +69,7 @@ struct Core {
   std::condition_variable work_cv;
   std::condition_variable idle_cv;
   std::vector<std::deque<std::shared_ptr<Entry>>> queues;  // threaded: ready
-  std::vector<std::shared_ptr<Entry>> ready;    // deterministic: not started
+  std::vector<std::shared_ptr<Entry>> ready;  // deterministic: not started
   // Deterministic: started, a min-heap on (complete_at, start_seq).
   std::vector<std::shared_ptr<Entry>> running;
   std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
@@ -89,6 +94,9 @@ struct Core {
     }
     std::lock_guard<std::mutex> lock(mutex());
     if (joined) return;  // Shutdown abandons everything left in `live`
+    // AbandonAll (device loss) took it meanwhile: it ends it, once. (Its
+    // op may be gone already: check before touching it.)
+    if (entry->taken) return;
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
     if (!failed && ctx->lost().ok()) {
@@ -127,7 +135,11 @@ struct Core {
       Abandon(*entry->op, admitted);
       return;
     }
-    for (auto& [sem, value] : entry->op->waits) {
+    // A copy: a failed wait may dispatch the op, which may then run, end
+    // and be destroyed while this loop still registers the others.
+    const std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits =
+        entry->op->waits;
+    for (auto& [sem, value] : waits) {
       auto id = sem->NotifyAt(value, [self, entry](const Status& status) {
         self->WaitResolved(entry, status);
       });
@@ -164,11 +176,16 @@ struct Core {
   }
 
   // Fails every op not yet taken by a worker or a pump step, in id order.
+  // Each op is taken once (`taken`), and counted out of `in_flight` once,
+  // after it was destroyed.
   void AbandonAll(const Status& status) {
     std::vector<std::shared_ptr<Entry>> left;
     {
       std::lock_guard<std::mutex> lock(mutex());
-      for (auto& [id, e] : live) left.push_back(e);
+      for (auto& [id, e] : live) {
+        e->taken = true;
+        left.push_back(e);
+      }
       live.clear();
       ready.clear();
       for (auto& e : left) {
@@ -183,8 +200,16 @@ struct Core {
     }
     for (auto& e : left) {
       CancelWaits(*e);
-      Abandon(*e->op, status);
+      // Failing its signals may resolve the waits of ops later in `left`;
+      // they are taken, so their callbacks queue nothing.
+      std::unique_ptr<SimOp> op = std::move(e->op);
+      Abandon(*op, status);
+      // Destroyed outside the lock (release callbacks may call into the
+      // device) and before it leaves `in_flight` (WaitIdle returning means
+      // every release ran).
+      op.reset();
     }
+    if (left.empty()) return;
     std::lock_guard<std::mutex> lock(mutex());
     in_flight -= left.size();
     idle_cv.notify_all();
@@ -245,7 +270,14 @@ struct Core {
       }
       lost = ctx->lost();
     }
-    FinishSimOp(*entry->op, status);
+    // The caller took the entry: it alone ends the op. The op (and with it
+    // the buffers, files and closures it holds) is destroyed here, outside
+    // the device lock, so that a release callback may call into the device,
+    // and before it leaves `in_flight`, so that WaitIdle returning means
+    // every release ran.
+    std::unique_ptr<SimOp> op = std::move(entry->op);
+    FinishSimOp(*op, status);
+    op.reset();
     if (!lost.ok()) AbandonAll(lost);
     std::lock_guard<std::mutex> lock(mutex());
     if (--in_flight == 0) idle_cv.notify_all();
@@ -294,7 +326,8 @@ class ThreadedScheduler final : public SimScheduler {
       core_->joined = true;
     }
     // Whatever is left waits on semaphores nobody will signal for us now.
-    core_->AbandonAll(CancelledError("device destroyed before the operation ran"));
+    core_->AbandonAll(
+        CancelledError("device destroyed before the operation ran"));
   }
 
  private:
@@ -302,11 +335,13 @@ class ThreadedScheduler final : public SimScheduler {
     Core& core = *core_;
     std::unique_lock<std::mutex> lock(core.mutex());
     while (true) {
-      core.work_cv.wait(lock, [&] { return core.stopping || !core.queues[queue].empty(); });
+      core.work_cv.wait(
+          lock, [&] { return core.stopping || !core.queues[queue].empty(); });
       if (core.queues[queue].empty()) return;  // stopping and drained
       std::shared_ptr<Entry> entry = std::move(core.queues[queue].front());
       core.queues[queue].pop_front();
       core.live.erase(entry->op->id);
+      entry->taken = true;
       Status lost = core.ctx->lost();
       lock.unlock();
       Status status = core.Execute(*entry, lost);
@@ -315,6 +350,7 @@ class ThreadedScheduler final : public SimScheduler {
       core.CheckLoss();
       lock.unlock();
       core.Complete(entry, status);
+      entry.reset();  // outside the lock
       lock.lock();
     }
   }
@@ -335,10 +371,21 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
     core_->Submit(core_, std::move(op));
   }
 
+  // One thread pumps at a time; another returns false at once (it may be
+  // the one a host call run by the pump waits for). The pumping thread may
+  // re-enter: a host call that waits (hal/device.h, QueueHostCall) pumps
+  // from inside the step that runs it, and that nested step runs only
+  // operations of other queues than the host calls on the stack.
   bool Pump() override {
-    if (pumping_.exchange(true)) return false;
+    const std::thread::id me = std::this_thread::get_id();
+    if (pump_owner_.load(std::memory_order_acquire) == me) return Step();
+    std::thread::id none;
+    if (!pump_owner_.compare_exchange_strong(none, me,
+                                             std::memory_order_acq_rel)) {
+      return false;
+    }
     bool progressed = Step();
-    pumping_.store(false);
+    pump_owner_.store(std::thread::id(), std::memory_order_release);
     return progressed;
   }
 
@@ -348,18 +395,23 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         std::unique_lock<std::mutex> lock(core_->mutex());
         if (core_->in_flight == 0) return OkStatus();
       }
-      if (Pump()) continue;
+      const bool progressed = Pump();
       std::unique_lock<std::mutex> lock(core_->mutex());
       if (core_->in_flight == 0) return OkStatus();
+      // The deadline is checked after every step: a poll runs at most one.
       if (timeout.is_immediate() || timeout.expired()) {
         return DeadlineExceededError(
-            "%zu operation(s) still in flight; their waits are not met",
+            progressed ? "%zu operation(s) still in flight"
+                       : "%zu operation(s) still in flight; their waits are "
+                         "not met",
             core_->in_flight);
       }
+      if (progressed) continue;
       // Another host thread must signal something first.
       auto slice = Timeout::Clock::now() + std::chrono::milliseconds(1);
       core_->idle_cv.wait_until(
-          lock, timeout.is_infinite() ? slice : std::min(slice, timeout.deadline()));
+          lock,
+          timeout.is_infinite() ? slice : std::min(slice, timeout.deadline()));
     }
   }
 
@@ -377,12 +429,15 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
       core_->joined = true;
     }
     UnregisterProgressPump(this);
-    core_->AbandonAll(CancelledError("device destroyed before the operation ran"));
+    core_->AbandonAll(
+        CancelledError("device destroyed before the operation ran"));
   }
 
  private:
   // Starts every ready op (in a seeded order, each with a seeded duration),
   // then completes the in-flight op that finishes first. One step per call.
+  // Nested in a host call's wait (`excluded_` not empty), it completes the
+  // first op that finishes on a queue with no host call on the stack.
   bool Step() {
     Core& core = *core_;
     SimContext& ctx = *core.ctx;
@@ -403,28 +458,58 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         }
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
-        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name << "#"
-                       << e->op->id << " q" << static_cast<uint64_t>(e->op->queue)
-                       << " until " << e->complete_at;
+        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name
+                       << "#" << e->op->id << " q"
+                       << static_cast<uint64_t>(e->op->queue) << " until "
+                       << e->complete_at;
         core.running.push_back(std::move(e));
-        std::push_heap(core.running.begin(), core.running.end(), CompletesLater);
+        std::push_heap(core.running.begin(), core.running.end(),
+                       CompletesLater);
       }
       if (core.running.empty()) return false;
-      std::pop_heap(core.running.begin(), core.running.end(), CompletesLater);
-      entry = std::move(core.running.back());
-      core.running.pop_back();
+      if (excluded_.empty()) {
+        std::pop_heap(core.running.begin(), core.running.end(), CompletesLater);
+        entry = std::move(core.running.back());
+        core.running.pop_back();
+      } else {
+        // The heap's order is total (start_seq breaks ties), so the first
+        // eligible op is unique and the choice replays.
+        auto best = core.running.end();
+        for (auto it = core.running.begin(); it != core.running.end(); ++it) {
+          if (std::find(excluded_.begin(), excluded_.end(), (*it)->op->queue) !=
+              excluded_.end()) {
+            continue;
+          }
+          if (best == core.running.end() || CompletesLater(*best, *it))
+            best = it;
+        }
+        if (best == core.running.end()) return false;
+        entry = std::move(*best);
+        core.running.erase(best);
+        std::make_heap(core.running.begin(), core.running.end(),
+                       CompletesLater);
+      }
       core.live.erase(entry->op->id);
+      entry->taken = true;
       ctx.AdvanceTo(entry->complete_at);
       core.CheckLoss();
       lost = ctx.lost();
     }
+    // Only the pumping thread touches `excluded_`.
+    excluded_.push_back(entry->op->queue);
     Status status = core.Execute(*entry, lost);
+    excluded_.pop_back();
     core.Complete(entry, status);
     return true;
   }
 
   std::shared_ptr<Core> core_;
-  std::atomic<bool> pumping_{false};
+  // The thread pumping now (none: the default id).
+  std::atomic<std::thread::id> pump_owner_{};
+  // The queues of the ops being executed by the pumping thread, outermost
+  // first: a nested step (a host call waiting) does not complete their
+  // later work, as a worker per queue would not.
+  std::vector<int> excluded_;
   uint64_t start_seq_ = 0;  // under the core lock
 };
 

@@ -16,6 +16,9 @@ void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
     // looks; one on a semaphore already failed fails the action.
     StatusOr<uint64_t> payload = p.semaphore->Query();
     wait_reached[i].store(payload.ok() && *payload >= p.value);
+    if (!payload.ok() && failed_at_submission.ok()) {
+      failed_at_submission = payload.status();
+    }
   }
   for (const SemaphorePoint& p : signal) {
     signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
@@ -189,17 +192,20 @@ bool GpuPendingActions::ScanPending() {
     Status failure;
     bool resolved = true;
     std::vector<Ref<GpuEvent>> events;
-    for (size_t i = 0; i < a->waits.size(); ++i) {
+    failure = a->failed_at_submission;
+    for (size_t i = 0; i < a->waits.size() && failure.ok(); ++i) {
       if (a->wait_reached[i].load()) continue;
       auto& [sem, value] = a->waits[i];
+      // Reached, not Query: a value reached before a later failure keeps
+      // the wait satisfied (Query would report the failure).
+      if (sem->Reached(value)) {
+        a->wait_reached[i].store(true);
+        continue;
+      }
       StatusOr<uint64_t> payload = sem->Query();
       if (!payload.ok()) {
         failure = payload.status();
         break;
-      }
-      if (*payload >= value) {
-        a->wait_reached[i].store(true);
-        continue;
       }
       if (a->kind == GpuAction::Kind::kDevice) {
         auto* gpu_sem = dynamic_cast<GpuSemaphore*>(sem.get());
@@ -328,16 +334,20 @@ bool GpuPendingActions::TryComplete(GpuAction* action) {
     for (size_t i = 0; i < action->waits.size(); ++i) {
       if (action->wait_reached[i].load()) continue;
       auto& [sem, value] = action->waits[i];
+      // Reached, not Query: the semaphore may have reached the value and
+      // failed afterwards (a later operation failed it); the wait stays
+      // satisfied.
+      if (sem->Reached(value)) {
+        action->wait_reached[i].store(true);
+        continue;
+      }
       StatusOr<uint64_t> payload = sem->Query();
       if (!payload.ok()) {
         status = payload.status();
         break;
       }
-      if (*payload < value) {
-        RegisterWakeups(action);
-        return false;
-      }
-      action->wait_reached[i].store(true);
+      RegisterWakeups(action);
+      return false;
     }
   }
   CancelWakeups(action);

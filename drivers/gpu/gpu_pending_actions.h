@@ -61,6 +61,11 @@ struct GpuAction {
   // semaphore fails later: the HAL decides a wait once, by whichever comes
   // first, the value or the failure. Shared with timepoint callbacks.
   std::shared_ptr<std::atomic<bool>[]> wait_reached;
+  // The failure of a wait semaphore that had already failed at submission
+  // (SetPoints): the action fails with it, even for a value that semaphore
+  // reached before it failed. Waits still open at submission are decided by
+  // Semaphore::Reached, which keeps values reached before a later failure.
+  Status failed_at_submission;
   std::vector<std::pair<Ref<Semaphore>, uint64_t>> signals;
   // kDevice: enqueues the work on `stream`; may be empty (a barrier). Runs on
   // the worker after the stream waits were enqueued.

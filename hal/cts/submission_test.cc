@@ -446,5 +446,120 @@ TEST_F(Submission, WaitIdleTimesOutOnBlockedWork) {
   EXPECT_EQ(Payload(s.get()), 1u);
 }
 
+// Issue 11 item 5: a queue wait decided by its value stays satisfied when
+// the semaphore fails afterwards; a wait on a semaphore already failed at
+// submission fails the operation.
+TEST_F(Submission, WaitReachedBeforeFailureStaysSatisfied) {
+  const QueueAffinity other = device()->queue_count() >= 2 ? 2 : 1;
+  auto buffer = NewDeviceBuffer(1 << 20);
+  auto s = NewSemaphore(0), t = NewSemaphore(0), g = NewSemaphore(0),
+       u = NewSemaphore(0), late = NewSemaphore(0);
+  ASSERT_TRUE(buffer && s && t && g && u && late);
+  FailOnExit guard{{g}};
+  // A device wait: B is released by A's signal, and s fails (on the host)
+  // while B may still be running or completing.
+  CTS_ASSERT_OK(Fill(1, {}, {{s.get(), 1}}, buffer.get(), 0, 1 << 19, 0x11));
+  CTS_ASSERT_OK(Fill(other, {{s.get(), 1}}, {{t.get(), 1}}, buffer.get(),
+                     1 << 19, 1 << 19, 0x22));
+  CTS_ASSERT_OK(WaitFor(s.get(), 1));
+  s->Fail(DataLossError("failed after B's wait was reached"));
+  CTS_EXPECT_OK(WaitFor(t.get(), 1));
+  // A host wait: registered before the value, reached, then failed.
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{g.get(), 1}}, Points{{u.get(), 1}}));
+  CTS_ASSERT_OK(g->Signal(1));
+  g->Fail(DataLossError("failed after the barrier's wait was reached"));
+  CTS_EXPECT_OK(WaitFor(u.get(), 1));
+  // Submitted after the failure: the failure decides, whatever the value.
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{g.get(), 1}}, Points{{late.get(), 1}}));
+  CTS_EXPECT_CODE(kDataLoss, WaitFor(late.get(), 1));
+  CTS_EXPECT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+}
+
+// Issue 11 item 13: what a host call may wait on (hal/device.h,
+// QueueHostCall): anything that completes without it returning.
+TEST_F(Submission, HostCallMayWaitForWorkOnAnotherQueue) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  CTS_REQUIRE_TAG(kTagMultiQueue);
+  if (device()->queue_count() < 2) GTEST_SKIP() << "needs two queues";
+  auto buffer = NewHostBuffer(64, 0);
+  auto gate = NewSemaphore(0), filled = NewSemaphore(0), done = NewSemaphore(0);
+  ASSERT_TRUE(buffer && gate && filled && done);
+  FailOnExit guard{{gate, filled}};
+  auto waited = std::make_shared<Status>(UnknownError("not run"));
+  auto seen = std::make_shared<uint8_t>(0);
+  HalSemaphore* gate_raw = gate.get();
+  HalSemaphore* filled_raw = filled.get();
+  // The host call on queue 0 releases a fill on queue 1 (submitted after
+  // it) and waits for it.
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{done.get(), 1}},
+      [gate_raw, filled_raw, waited, seen, buffer]() -> Status {
+        HAL_RETURN_IF_ERROR(gate_raw->Signal(1));
+        *waited = filled_raw->Wait(1, Timeout::After(kCtsTimeout));
+        HAL_RETURN_IF_ERROR(*waited);
+        return buffer->MapRead(63, seen.get(), 1);
+      }));
+  CTS_ASSERT_OK(Fill(2, {{gate.get(), 1}}, {{filled.get(), 1}}, buffer.get(), 0,
+                     64, 0x5C));
+  CTS_EXPECT_OK(WaitFor(done.get(), 1));
+  CTS_EXPECT_OK(*waited);
+  EXPECT_EQ(*seen, 0x5C);
+}
+
+TEST_F(Submission, HostCallMayWaitForHostCallOnAnotherQueue) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  CTS_REQUIRE_TAG(kTagMultiQueue);
+  if (device()->queue_count() < 2) GTEST_SKIP() << "needs two queues";
+  auto x = NewSemaphore(0), done = NewSemaphore(0);
+  ASSERT_TRUE(x && done);
+  FailOnExit guard{{x}};
+  auto waited = std::make_shared<Status>(UnknownError("not run"));
+  HalSemaphore* x_raw = x.get();
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{done.get(), 1}}, [x_raw, waited]() -> Status {
+        *waited = x_raw->Wait(1, Timeout::After(kCtsTimeout));
+        return *waited;
+      }));
+  // Submitted after the waiting one, on another queue; signals x when done.
+  CTS_ASSERT_OK(device()->QueueHostCall(2, {}, Points{{x.get(), 1}},
+                                        [] { return OkStatus(); }));
+  CTS_EXPECT_OK(WaitFor(done.get(), 1));
+  CTS_EXPECT_OK(*waited);
+}
+
+TEST_F(Submission, HostCallMayWaitForAnotherHostThread) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto y = NewSemaphore(0), done = NewSemaphore(0);
+  ASSERT_TRUE(y && done);
+  FailOnExit guard{{y}};
+  struct State {
+    std::atomic<bool> started{false};
+    Status waited = UnknownError("not run");
+  };
+  auto state = std::make_shared<State>();
+  HalSemaphore* y_raw = y.get();
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{done.get(), 1}}, [y_raw, state]() -> Status {
+        state->started.store(true);
+        state->waited = y_raw->Wait(1, Timeout::After(kCtsTimeout));
+        return state->waited;
+      }));
+  // Another host thread signals y once the host call runs (in the
+  // deterministic simulator it runs inside this thread's WaitFor).
+  std::thread signaller([y, state] {
+    auto limit = std::chrono::steady_clock::now() + kCtsTimeout;
+    while (!state->started.load() && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(1ms);
+    }
+    y->Signal(1).IgnoreError();
+  });
+  Status st = WaitFor(done.get(), 1);
+  signaller.join();
+  CTS_EXPECT_OK(st);
+  CTS_EXPECT_OK(state->waited);
+}
+
 }  // namespace
 }  // namespace hal::cts
