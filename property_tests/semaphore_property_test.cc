@@ -110,7 +110,14 @@ void Propagate(Model& m, std::set<int>& failed_now) {
         op.state = OpState::kRan;
         for (const Point& p : op.signals) {
           SemModel& s = m.sems[p.sem];
-          if (!s.failed) s.value = std::max(s.value, p.value);
+          if (s.failed) continue;
+          if (p.value > s.value) {
+            s.value = p.value;
+          } else {
+            // Overtaken since submission (a host signal raised it while the
+            // operation was blocked): the semaphore fails (hal/device.h).
+            FailSem(m, p.sem, {StatusCode::kInvalidArgument}, failed_now);
+          }
         }
         changed = true;
       }
@@ -192,6 +199,17 @@ using Cmd = rc::state::Command<Model, Sut>;
 
 bool HasSem(const Model& m, int sem) {
   return sem >= 0 && sem < static_cast<int>(m.sems.size());
+}
+
+// Whether an operation still blocked on its waits signals `sem`.
+bool HasBlockedSignaller(const Model& m, int sem) {
+  for (const OpModel& op : m.ops) {
+    if (op.state != OpState::kPending) continue;
+    for (const Point& p : op.signals) {
+      if (p.sem == sem) return true;
+    }
+  }
+  return false;
 }
 
 // A random permutation of [0, n), drawn inside a command's generation.
@@ -335,9 +353,10 @@ struct HostSignal : Cmd {
   }
   void run(const Model& m, Sut& sut) const override {
     const SemModel& s = m.sems[sem];
-    // The outcome depends on the current payload only when the signal is
-    // not above the model's: then (and for a failed one) settle first.
-    if (!Valid(m)) SettleSem(m, sut, sem);
+    // The outcome depends on the current payload when the signal is not
+    // above the model's; and a runnable operation that signals this
+    // semaphore must finish first, or this signal could overtake its.
+    SettleSem(m, sut, sem);
     {
       std::lock_guard<std::mutex> lock(sut.shared->mutex);
       sut.shared->producers[sem].push_back({value, nullptr});
@@ -418,7 +437,14 @@ struct Submit : Cmd {
       waits.push_back({order[i], *rc::gen::inRange<uint64_t>(0, s.planned + 3)});
     }
     int signal_count = *rc::gen::inRange(0, std::min(n, 2) + 1);
-    std::vector<int> targets = DistinctIndices(n);
+    // Two unfinished operations signalling one semaphore may finish in
+    // either order, and the later value overtaken fails it: signal only
+    // semaphores that no blocked operation signals (run() lets the runnable
+    // ones finish first), so the model stays exact.
+    std::vector<int> targets;
+    for (int t : DistinctIndices(n)) {
+      if (!HasBlockedSignaller(m, t)) targets.push_back(t);
+    }
     for (int i = 0; i < signal_count && i < static_cast<int>(targets.size());
          ++i) {
       const SemModel& s = m.sems[targets[i]];
@@ -429,7 +455,11 @@ struct Submit : Cmd {
   void checkPreconditions(const Model& m) const override {
     RC_PRE(queue < m.queue_count);
     for (const Point& p : waits) RC_PRE(HasSem(m, p.sem));
-    for (const Point& p : signals) RC_PRE(HasSem(m, p.sem));
+    for (const Point& p : signals) {
+      RC_PRE(HasSem(m, p.sem));
+      RC_PRE(!HasBlockedSignaller(m, p.sem));
+      RC_PRE(m.sems[p.sem].failed || p.value > m.sems[p.sem].planned);
+    }
   }
   void apply(Model& m) const override {
     OpModel op;
@@ -466,9 +496,9 @@ struct Submit : Cmd {
     for (const Point& p : waits) {
       if (m.sems[p.sem].failed) SettleSem(m, sut, p.sem);
     }
-    for (const Point& p : signals) {
-      if (m.sems[p.sem].failed) SettleSem(m, sut, p.sem);
-    }
+    // Runnable operations that signal the same semaphores finish first, so
+    // that this one's signals cannot overtake theirs.
+    for (const Point& p : signals) SettleSem(m, sut, p.sem);
     auto rec = std::make_shared<OpRecord>();
     rec->id = static_cast<int>(sut.ops.size());
     rec->host_call = host_call;
@@ -543,6 +573,19 @@ struct Submit : Cmd {
       st = sut.device->QueueBarrier(affinity, wait_list, signal_list);
     }
     if (!st.ok()) RC_FAIL("submission failed: " + st.ToString());
+    if (fails_now) {
+      // A wait that had failed already fails the signals before the call
+      // returns, whatever the queues are doing (hal/device.h): no waiting.
+      for (const Point& p : signals) {
+        StatusOr<uint64_t> q = sut.sems[p.sem]->Query();
+        if (q.ok()) {
+          RC_FAIL("s" + std::to_string(p.sem) +
+                  " is not failed when the submission returned, though a "
+                  "wait had failed before it (payload " +
+                  std::to_string(*q) + ")");
+        }
+      }
+    }
     AssertNoViolations(sut);
   }
   void show(std::ostream& os) const override {
