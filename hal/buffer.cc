@@ -46,9 +46,9 @@ Buffer::Buffer(const Params& params)
       allowed_access_(params.allowed_access),
       queue_affinity_(params.queue_affinity),
       byte_length_(params.byte_length),
-      state_word_(static_cast<uint32_t>(params.initial_state) |
-                  (params.initial_state == BufferState::kLive ? kCommittedBit
-                                                              : 0)) {}
+      state_word_(
+          static_cast<uint32_t>(params.initial_state) |
+          (params.initial_state == BufferState::kLive ? kCommittedBit : 0)) {}
 
 Buffer::Buffer(Ref<Buffer> parent, DeviceSize offset, DeviceSize length)
     : parent_(parent->allocated_buffer()),
@@ -147,8 +147,8 @@ void Buffer::CancelDealloca() {
         static_cast<uint32_t>(BufferState::kDeallocaQueued)) {
       return;
     }
-    BufferState back = (cur & kCommittedBit) ? BufferState::kLive
-                                             : BufferState::kReserved;
+    BufferState back =
+        (cur & kCommittedBit) ? BufferState::kLive : BufferState::kReserved;
     next = (cur & ~kStateMask) | static_cast<uint32_t>(back);
   } while (!word.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
                                        std::memory_order_acquire));

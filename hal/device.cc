@@ -7,13 +7,13 @@ namespace hal {
 
 // A wait that has failed already decides the operation now: its signals fail
 // before the call returns, and the driver is not involved.
-#define HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal)  \
-  do {                                                \
-    Status _failed = FailedWait(wait);                \
-    if (!_failed.ok()) {                              \
-      FailSignals(signal, _failed);                   \
-      return OkStatus();                              \
-    }                                                 \
+#define HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal) \
+  do {                                               \
+    Status _failed = FailedWait(wait);               \
+    if (!_failed.ok()) {                             \
+      FailSignals(signal, _failed);                  \
+      return OkStatus();                             \
+    }                                                \
   } while (0)
 
 int Device::FirstQueue(QueueAffinity affinity) {
@@ -46,8 +46,7 @@ Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
       return InvalidArgumentError(
           "signal semaphore %zu: value %llu is not above its current payload "
           "%llu",
-          i, (unsigned long long)signal[i].value,
-          (unsigned long long)*payload);
+          i, (unsigned long long)signal[i].value, (unsigned long long)*payload);
     }
   }
   *out_affinity = masked;

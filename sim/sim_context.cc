@@ -145,7 +145,8 @@ void SimContext::EndAccess(uint64_t op_id) {
   }
   in_flight_.erase(it);
   mapping_hazards_.erase(op_id);
-  mapping_hazard_count_.store(mapping_hazards_.size(), std::memory_order_release);
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
 }
 
 void SimContext::BeginHostAccess(uint64_t buffer_id, DeviceSize offset,
@@ -188,7 +189,8 @@ void SimContext::AddMappingHazard(uint64_t op_id, const std::string& report) {
   Report(report);
   auto [it, added] = mapping_hazards_.emplace(op_id, Status());
   if (added) it->second = FailedPreconditionError("%s", report.c_str());
-  mapping_hazard_count_.store(mapping_hazards_.size(), std::memory_order_release);
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
 }
 
 Status SimContext::TakeMappingHazard(uint64_t op_id) {
@@ -196,7 +198,8 @@ Status SimContext::TakeMappingHazard(uint64_t op_id) {
   if (it == mapping_hazards_.end()) return OkStatus();
   Status s = std::move(it->second);
   mapping_hazards_.erase(it);
-  mapping_hazard_count_.store(mapping_hazards_.size(), std::memory_order_release);
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
   return s;
 }
 

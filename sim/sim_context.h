@@ -8,10 +8,10 @@
 #pragma once
 
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <charconv>
 #include <string>
 #include <string_view>
 #include <unordered_map>

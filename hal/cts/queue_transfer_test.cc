@@ -401,7 +401,6 @@ TEST_F(QueueTransfer, TransfersAcrossQueues) {
   EXPECT_EQ(Diff(ReadBack(host.get()), want), "");
 }
 
-
 // Issue 11 item 10: alignment is on the offset in the allocation, so a fill
 // through a subspan obeys the same rule as the same bytes given directly.
 TEST_F(QueueTransfer, FillAlignmentIsOnTheOffsetInTheAllocation) {

@@ -483,7 +483,6 @@ TEST_F(Semaphore, FenceKeepsSemaphoreAlive) {
   CTS_EXPECT_OK(fence->Query());
 }
 
-
 // Any 64-bit payload is usable: there is no reserved maximum below 2^64-1.
 TEST_F(Semaphore, MaximumPayloadIsUsable) {
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();

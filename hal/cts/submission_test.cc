@@ -446,7 +446,6 @@ TEST_F(Submission, WaitIdleTimesOutOnBlockedWork) {
   EXPECT_EQ(Payload(s.get()), 1u);
 }
 
-
 // Issue 11 item 9: a wait that failed before the submission fails the
 // signals before the call returns, on every driver, even while the queue
 // is busy with other work (they used to fail only after it).
@@ -461,14 +460,15 @@ TEST_F(Submission, AlreadyFailedWaitFailsSignalsAtSubmission) {
   CTS_ASSERT_OK(device()->QueueHostCall(
       1, {}, Points{{busy.get(), 1}}, [release]() -> Status {
         auto deadline = std::chrono::steady_clock::now() + kCtsTimeout;
-        while (!release->load() && std::chrono::steady_clock::now() < deadline) {
+        while (!release->load() &&
+               std::chrono::steady_clock::now() < deadline) {
           std::this_thread::sleep_for(100us);
         }
         return OkStatus();
       }));
   failed->Fail(DataLossError("upstream data loss"));
-  CTS_ASSERT_OK(Fill(1, {{failed.get(), 1}}, {{s.get(), 1}}, buffer.get(), 0,
-                     4, 0x11));
+  CTS_ASSERT_OK(
+      Fill(1, {{failed.get(), 1}}, {{s.get(), 1}}, buffer.get(), 0, 4, 0x11));
   CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{failed.get(), 1}},
                                        Points{{t.get(), 1}}));
   // No wait of any kind before these checks.
@@ -510,14 +510,16 @@ TEST_F(Submission, InvalidSignalListIsInvalidArgument) {
   auto buffer = NewHostBuffer(4, 0xEE);
   auto a = NewSemaphore(3), b = NewSemaphore(0);
   ASSERT_TRUE(buffer && a && b);
-  CTS_EXPECT_CODE(kInvalidArgument,
-                  device()->QueueBarrier(1, {}, Points{{a.get(), 4}, {a.get(), 5}}));
-  CTS_EXPECT_CODE(kInvalidArgument,
-                  device()->QueueBarrier(1, {}, Points{{b.get(), 1}, {a.get(), 3}}));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, {}, Points{{a.get(), 4}, {a.get(), 5}}));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, {}, Points{{b.get(), 1}, {a.get(), 3}}));
   CTS_EXPECT_CODE(kInvalidArgument,
                   Fill(1, {}, {{a.get(), 2}}, buffer.get(), 0, 4, 0x11));
-  CTS_EXPECT_CODE(kInvalidArgument,
-                  Fill(1, {}, {{b.get(), 1}, {b.get(), 2}}, buffer.get(), 0, 4, 0x11));
+  CTS_EXPECT_CODE(kInvalidArgument, Fill(1, {}, {{b.get(), 1}, {b.get(), 2}},
+                                         buffer.get(), 0, 4, 0x11));
   CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
   EXPECT_EQ(Payload(a.get()), 3u);
   EXPECT_EQ(Payload(b.get()), 0u);
@@ -531,8 +533,8 @@ TEST_F(Submission, SignalOvertakenBeforeCompletionFailsSemaphore) {
   auto gate = NewSemaphore(0), s = NewSemaphore(0);
   ASSERT_TRUE(gate && s);
   FailOnExit guard{{gate}};
-  CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{gate.get(), 1}},
-                                       Points{{s.get(), 2}}));
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{gate.get(), 1}}, Points{{s.get(), 2}}));
   CTS_ASSERT_OK(s->Signal(5));
   CTS_ASSERT_OK(gate->Signal(1));
   CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));

@@ -143,9 +143,10 @@ TEST(SimChecker, WriteMappingHeldAcrossASubmissionThatWritesFailsTheOp) {
   ASSERT_TRUE(device->QueueFill(1, {}, {&p, 1}, a.get(), 0, 64, &one, 1).ok());
   Status s = WaitFor(done.get(), 1);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-  EXPECT_THAT(s.message(), HasSubstr("queue_execute#1 writes buffer #1 [0, +64) "
-                                     "while the host holds a write mapping of "
-                                     "[16, +32)"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("queue_execute#1 writes buffer #1 [0, +64) "
+                        "while the host holds a write mapping of "
+                        "[16, +32)"));
   ASSERT_TRUE(mapping.value().Unmap().ok());
   EXPECT_EQ(Read(a.get()), std::vector<uint8_t>(64, 0));
 }
@@ -159,7 +160,8 @@ TEST(SimChecker, OpReleasedWhileAMappingIsHeldFailsTheOp) {
   Ref<Semaphore> done = device->CreateSemaphore(0).value();
   SemaphorePoint g{gate.get(), 1}, p{done.get(), 1};
   uint8_t one = 1;
-  ASSERT_TRUE(device->QueueFill(1, {&g, 1}, {&p, 1}, a.get(), 32, 32, &one, 1).ok());
+  ASSERT_TRUE(
+      device->QueueFill(1, {&g, 1}, {&p, 1}, a.get(), 32, 32, &one, 1).ok());
   auto mapping = a->Map(MappingMode::kPersistent, MemoryAccess::kAll);
   ASSERT_TRUE(mapping.ok()) << mapping.status().ToString();
   ASSERT_TRUE(gate->Signal(1).ok());
@@ -183,9 +185,11 @@ TEST(SimChecker, MappingsThatDoNotConflictAreFine) {
     auto read = b->Map(MappingMode::kScoped, MemoryAccess::kRead, 0, 64);
     ASSERT_TRUE(write.ok() && read.ok());
     SemaphorePoint p1{done.get(), 1}, p2{done.get(), 2};
-    ASSERT_TRUE(device->QueueFill(1, {}, {&p1, 1}, a.get(), 32, 32, &one, 1).ok());
-    ASSERT_TRUE(device->QueueCopy(1, {&p1, 1}, {&p2, 1}, b.get(), 0, a.get(), 32,
-                                  16).ok());
+    ASSERT_TRUE(
+        device->QueueFill(1, {}, {&p1, 1}, a.get(), 32, 32, &one, 1).ok());
+    ASSERT_TRUE(
+        device->QueueCopy(1, {&p1, 1}, {&p2, 1}, b.get(), 0, a.get(), 32, 16)
+            .ok());
     ASSERT_TRUE(WaitFor(done.get(), 2).ok());
   }
   SemaphorePoint p3{done.get(), 3};
