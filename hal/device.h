@@ -83,7 +83,8 @@ class Device : public RefCounted {
 
   // Returns a buffer at once; its memory is committed when the waits are
   // reached. Using it before (from the host) is FAILED_PRECONDITION; queue
-  // operations ordered after the alloca by semaphores may use it.
+  // operations ordered after the alloca by semaphores may use it. If a wait
+  // fails (or had failed already), the buffer is never committed.
   StatusOr<Ref<Buffer>> QueueAlloca(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal,
                                     const BufferParams& params, DeviceSize size);
