@@ -88,6 +88,8 @@ void FailSem(Model& m, int sem, const std::set<StatusCode>& codes,
 
 // Runs every pending operation whose waits are all reached and fails every
 // one with an unreached wait on a failed semaphore, until nothing changes.
+// (The generators keep signals from being overtaken; should one be, the
+// semaphore fails as hal/device.h says.)
 void Propagate(Model& m, std::set<int>& failed_now) {
   bool changed = true;
   while (changed) {
@@ -201,15 +203,21 @@ bool HasSem(const Model& m, int sem) {
   return sem >= 0 && sem < static_cast<int>(m.sems.size());
 }
 
-// Whether an operation still blocked on its waits signals `sem`.
-bool HasBlockedSignaller(const Model& m, int sem) {
+// The lowest value that an operation still blocked on its waits signals
+// `sem` to, or ~0 when none does.
+uint64_t LowestBlockedSignal(const Model& m, int sem) {
+  uint64_t lowest = std::numeric_limits<uint64_t>::max();
   for (const OpModel& op : m.ops) {
     if (op.state != OpState::kPending) continue;
     for (const Point& p : op.signals) {
-      if (p.sem == sem) return true;
+      if (p.sem == sem) lowest = std::min(lowest, p.value);
     }
   }
-  return false;
+  return lowest;
+}
+
+bool HasBlockedSignaller(const Model& m, int sem) {
+  return LowestBlockedSignal(m, sem) != std::numeric_limits<uint64_t>::max();
 }
 
 // A random permutation of [0, n), drawn inside a command's generation.
@@ -332,14 +340,20 @@ struct HostSignal : Cmd {
     RC_PRE(!m.sems.empty());
     sem = *rc::gen::inRange<int>(0, m.sems.size());
     const SemModel& s = m.sems[sem];
-    if (*rc::gen::inRange(0, 8) == 0) {
+    // A valid host signal stays below what a blocked operation will signal:
+    // overtaking it would fail the semaphore (hal/device.h), an outcome the
+    // CTS checks (Submission.SignalOvertakenBeforeCompletionFailsSemaphore)
+    // and this model leaves out.
+    uint64_t limit = std::min(s.planned + 2, LowestBlockedSignal(m, sem) - 1);
+    if (*rc::gen::inRange(0, 8) == 0 || s.failed || limit <= s.value) {
       value = *rc::gen::inRange<uint64_t>(0, s.value + 1);  // not above: error
     } else {
-      value = s.value + *rc::gen::inRange<uint64_t>(1, s.planned - s.value + 3);
+      value = s.value + *rc::gen::inRange<uint64_t>(1, limit - s.value + 1);
     }
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(HasSem(m, sem));
+    RC_PRE(!Valid(m) || value < LowestBlockedSignal(m, sem));
   }
   bool Valid(const Model& m) const {
     return !m.sems[sem].failed && value > m.sems[sem].value;
