@@ -28,7 +28,7 @@ class Buffer::SubspanBuffer final : public Buffer {
   StatusOr<uint8_t*> MapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
     return InternalError("subspan MapImpl reached");
   }
-  Status UnmapImpl(DeviceSize, DeviceSize) override {
+  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
     return InternalError("subspan UnmapImpl reached");
   }
   Status FlushImpl(DeviceSize, DeviceSize) override {
@@ -46,7 +46,9 @@ Buffer::Buffer(const Params& params)
       allowed_access_(params.allowed_access),
       queue_affinity_(params.queue_affinity),
       byte_length_(params.byte_length),
-      state_(params.initial_state) {}
+      state_word_(
+          static_cast<uint32_t>(params.initial_state) |
+          (params.initial_state == BufferState::kLive ? kCommittedBit : 0)) {}
 
 Buffer::Buffer(Ref<Buffer> parent, DeviceSize offset, DeviceSize length)
     : parent_(parent->allocated_buffer()),
@@ -106,8 +108,72 @@ Status Buffer::ValidateAccess(BufferUsage required_usage, DeviceSize offset,
 }
 
 bool Buffer::TransitionState(BufferState from, BufferState to) {
-  return allocated_buffer()->state_.compare_exchange_strong(
-      from, to, std::memory_order_acq_rel);
+  std::atomic<uint32_t>& word = allocated_buffer()->state_word_;
+  uint32_t cur = word.load(std::memory_order_acquire);
+  uint32_t next;
+  do {
+    if ((cur & kStateMask) != static_cast<uint32_t>(from)) return false;
+    next = (cur & ~kStateMask) | static_cast<uint32_t>(to);
+    if (to == BufferState::kLive) next |= kCommittedBit;
+    if (to == BufferState::kFreed) next &= ~kCommittedBit;
+  } while (!word.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
+  return true;
+}
+
+Status Buffer::BeginDealloca() {
+  std::atomic<uint32_t>& word = allocated_buffer()->state_word_;
+  uint32_t cur = word.load(std::memory_order_acquire);
+  uint32_t next;
+  do {
+    auto state = static_cast<BufferState>(cur & kStateMask);
+    if (state != BufferState::kLive && state != BufferState::kReserved) {
+      return FailedPreconditionError("queue_dealloca: buffer is %s",
+                                     BufferStateName(state));
+    }
+    next = (cur & ~kStateMask) |
+           static_cast<uint32_t>(BufferState::kDeallocaQueued);
+  } while (!word.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
+  return OkStatus();
+}
+
+void Buffer::CancelDealloca() {
+  std::atomic<uint32_t>& word = allocated_buffer()->state_word_;
+  uint32_t cur = word.load(std::memory_order_acquire);
+  uint32_t next;
+  do {
+    if ((cur & kStateMask) !=
+        static_cast<uint32_t>(BufferState::kDeallocaQueued)) {
+      return;
+    }
+    BufferState back =
+        (cur & kCommittedBit) ? BufferState::kLive : BufferState::kReserved;
+    next = (cur & ~kStateMask) | static_cast<uint32_t>(back);
+  } while (!word.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
+}
+
+void Buffer::MarkCommitted() {
+  std::atomic<uint32_t>& word = allocated_buffer()->state_word_;
+  uint32_t cur = word.load(std::memory_order_acquire);
+  uint32_t next;
+  do {
+    // A buffer freed already (an alloca completing after a misordered
+    // dealloca) stays freed.
+    if ((cur & kStateMask) == static_cast<uint32_t>(BufferState::kFreed)) {
+      return;
+    }
+    next = cur | kCommittedBit;
+    if ((cur & kStateMask) == static_cast<uint32_t>(BufferState::kReserved)) {
+      next = (next & ~kStateMask) | static_cast<uint32_t>(BufferState::kLive);
+    }
+  } while (!word.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
+}
+
+void Buffer::MarkFreed() {
+  TransitionState(BufferState::kDeallocaQueued, BufferState::kFreed);
 }
 
 StatusOr<BufferMapping> Buffer::Map(MappingMode mode, MemoryAccess access,
@@ -133,7 +199,11 @@ StatusOr<BufferMapping> Buffer::Map(MappingMode mode, MemoryAccess access,
   HAL_ASSIGN_OR_RETURN(uint8_t* ptr, root->MapImpl(root_offset, resolved, access));
   if (!Any(access & MemoryAccess::kDiscard) &&
       !AllOf(memory_type_, MemoryType::kHostCoherent)) {
-    HAL_RETURN_IF_ERROR(root->InvalidateImpl(root_offset, resolved));
+    Status s = root->InvalidateImpl(root_offset, resolved);
+    if (!s.ok()) {
+      root->UnmapImpl(root_offset, resolved, access).IgnoreError();
+      return s;
+    }
   }
   BufferMapping mapping;
   mapping.buffer_ = Ref<Buffer>(root);
@@ -162,12 +232,13 @@ Status Buffer::MapFill(DeviceSize offset, DeviceSize length,
                            (unsigned long long)length,
                            (unsigned long long)byte_length_);
   }
-  if (offset % pattern_length || resolved % pattern_length) {
+  // As for queue fills: the offset in the allocation counts.
+  if ((byte_offset_ + offset) % pattern_length || resolved % pattern_length) {
     return InvalidArgumentError(
-        "fill offset %llu and length %llu must be multiples of the pattern "
-        "length %zu",
-        (unsigned long long)offset, (unsigned long long)resolved,
-        pattern_length);
+        "fill offset %llu in the allocation and length %llu must be "
+        "multiples of the pattern length %zu",
+        (unsigned long long)(byte_offset_ + offset),
+        (unsigned long long)resolved, pattern_length);
   }
   if (resolved == 0) return OkStatus();
   HAL_ASSIGN_OR_RETURN(
@@ -260,7 +331,7 @@ Status BufferMapping::Unmap() {
       !AllOf(buffer_->memory_type(), MemoryType::kHostCoherent)) {
     status = buffer_->FlushImpl(offset_, size());
   }
-  Status unmap = buffer_->UnmapImpl(offset_, size());
+  Status unmap = buffer_->UnmapImpl(offset_, size(), access_);
   if (status.ok()) status = unmap;
   buffer_.reset();
   contents_ = {};

@@ -91,7 +91,9 @@ class Buffer : public RefCounted {
   }
   Allocator* allocator() const { return allocated_buffer()->allocator_.get(); }
   BufferState state() const {
-    return allocated_buffer()->state_.load(std::memory_order_acquire);
+    return static_cast<BufferState>(
+        allocated_buffer()->state_word_.load(std::memory_order_acquire) &
+        kStateMask);
   }
 
   // A buffer over [offset, offset+length) of this one. OUT_OF_RANGE when it
@@ -108,7 +110,8 @@ class Buffer : public RefCounted {
 
   // Synchronous helpers built on Map (scoped mapping).
   Status MapZero(DeviceSize offset, DeviceSize length);
-  // `pattern_length` is 1, 2 or 4; offset and length are multiples of it.
+  // `pattern_length` is 1, 2 or 4; length and the offset in the allocation
+  // (byte_offset() + offset) are multiples of it.
   Status MapFill(DeviceSize offset, DeviceSize length, const void* pattern,
                  size_t pattern_length);
   Status MapWrite(DeviceSize offset, const void* source, DeviceSize length);
@@ -125,7 +128,27 @@ class Buffer : public RefCounted {
 
   // Moves the allocated buffer between states; used by queue_alloca/dealloca
   // implementations. Returns false when the current state was not `from`.
+  // Moving to kLive also records that the memory is committed.
   bool TransitionState(BufferState from, BufferState to);
+
+  // The queue_alloca/dealloca life cycle. The state and whether the memory
+  // was committed live in one atomic word, so each step below is a single
+  // transition that cannot lose a race with another:
+  // - BeginDealloca: kReserved or kLive -> kDeallocaQueued (remembering
+  //   whether it was committed). FAILED_PRECONDITION only when a dealloca is
+  //   already queued or done: a legal dealloca racing with its alloca's
+  //   commit is always accepted.
+  // - CancelDealloca: undoes BeginDealloca (the dealloca failed, or its wait
+  //   did): kDeallocaQueued -> kLive when the memory was committed by then,
+  //   else kReserved.
+  // - MarkCommitted: the alloca committed the memory: kReserved -> kLive; a
+  //   dealloca already queued keeps its state and learns that the memory is
+  //   committed.
+  // - MarkFreed: the dealloca ran: kDeallocaQueued -> kFreed.
+  Status BeginDealloca();
+  void CancelDealloca();
+  void MarkCommitted();
+  void MarkFreed();
 
   // For drivers whose memory the CPU can address directly (the simulator and
   // vendor-API simulators): the host address of byte 0 of the allocated
@@ -141,7 +164,9 @@ class Buffer : public RefCounted {
   // relative to it.
   virtual StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
                                      MemoryAccess access) = 0;
-  virtual Status UnmapImpl(DeviceSize offset, DeviceSize length) = 0;
+  // Ends a mapping that MapImpl made, with the same offset, length and access.
+  virtual Status UnmapImpl(DeviceSize offset, DeviceSize length,
+                           MemoryAccess access) = 0;
   virtual Status FlushImpl(DeviceSize offset, DeviceSize length) = 0;
   virtual Status InvalidateImpl(DeviceSize offset, DeviceSize length) = 0;
 
@@ -158,7 +183,12 @@ class Buffer : public RefCounted {
   QueueAffinity queue_affinity_;
   DeviceSize byte_offset_ = 0;
   DeviceSize byte_length_;
-  std::atomic<BufferState> state_{BufferState::kLive};
+  // Bits 0-1: the BufferState; kCommittedBit: the memory was committed (by
+  // the allocation, or by the queue_alloca's commit) and not freed.
+  static constexpr uint32_t kStateMask = 3;
+  static constexpr uint32_t kCommittedBit = 4;
+  std::atomic<uint32_t> state_word_{static_cast<uint32_t>(BufferState::kLive) |
+                                    kCommittedBit};
 };
 
 enum class ElementType : uint32_t {

@@ -153,12 +153,15 @@ Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
   BufferRef ref = target;
   HAL_RETURN_IF_ERROR(
       ValidateRef(ref, BufferUsage::kTransferTarget, kWholeBuffer, "FillBuffer"));
-  if (ref.offset % pattern_length ||
+  // Alignment is on the offset in the allocation: a subspan's own offset
+  // counts. A slot's base is known at submission (ValidateSubmission).
+  DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
+  if ((base + ref.offset) % pattern_length ||
       (ref.length != kWholeBuffer && ref.length % pattern_length)) {
     return InvalidArgumentError(
-        "FillBuffer: offset %llu and length %llu must be multiples of the "
-        "pattern length %zu",
-        (unsigned long long)ref.offset, (unsigned long long)ref.length,
+        "FillBuffer: offset %llu in the allocation and length %llu must be "
+        "multiples of the pattern length %zu",
+        (unsigned long long)(base + ref.offset), (unsigned long long)ref.length,
         pattern_length);
   }
   uint32_t p = 0;

@@ -170,7 +170,8 @@ class CommandBuffer : public RefCounted {
   Status SignalEvent(Event* event);
   Status ResetEvent(Event* event);
   Status WaitEvents(std::span<Event* const> events);
-  // Pattern of 1, 2 or 4 bytes; offset and length multiples of it.
+  // Pattern of 1, 2 or 4 bytes; length and the offset in the allocation (a
+  // subspan's own offset counts; a slot's, at submission) multiples of it.
   Status FillBuffer(const BufferRef& target, const void* pattern,
                     size_t pattern_length);
   // Copies `target.length` bytes from `source` now (at most kMaxUpdateBytes);

@@ -5,6 +5,17 @@
 
 namespace hal {
 
+// A wait that has failed already decides the operation now: its signals fail
+// before the call returns, and the driver is not involved.
+#define HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal) \
+  do {                                               \
+    Status _failed = FailedWait(wait);               \
+    if (!_failed.ok()) {                             \
+      FailSignals(signal, _failed);                  \
+      return OkStatus();                             \
+    }                                                \
+  } while (0)
+
 int Device::FirstQueue(QueueAffinity affinity) {
   return affinity ? std::countr_zero(affinity) : 0;
 }
@@ -20,8 +31,38 @@ Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
   }
   HAL_RETURN_IF_ERROR(ValidateSemaphoreList(wait, "wait"));
   HAL_RETURN_IF_ERROR(ValidateSemaphoreList(signal, "signal"));
+  for (size_t i = 0; i < signal.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (signal[j].semaphore == signal[i].semaphore) {
+        return InvalidArgumentError(
+            "signal semaphores %zu and %zu are the same semaphore; a signal "
+            "list names each semaphore once",
+            j, i);
+      }
+    }
+    // A failed semaphore is no misuse: the signal will simply not happen.
+    StatusOr<uint64_t> payload = signal[i].semaphore->Query();
+    if (payload.ok() && signal[i].value <= *payload) {
+      return InvalidArgumentError(
+          "signal semaphore %zu: value %llu is not above its current payload "
+          "%llu",
+          i, (unsigned long long)signal[i].value, (unsigned long long)*payload);
+    }
+  }
   *out_affinity = masked;
   return OkStatus();
+}
+
+Status Device::FailedWait(SemaphoreList wait) {
+  for (const SemaphorePoint& p : wait) {
+    StatusOr<uint64_t> payload = p.semaphore->Query();
+    if (!payload.ok()) return payload.status();
+  }
+  return OkStatus();
+}
+
+void Device::FailSignals(SemaphoreList signal, const Status& status) {
+  for (const SemaphorePoint& p : signal) p.semaphore->Fail(status);
 }
 
 StatusOr<Ref<Semaphore>> Device::CreateSemaphore(uint64_t initial_value) {
@@ -71,6 +112,15 @@ StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
         (unsigned long long)size, MemoryTypeString(params.type).c_str(),
         BufferUsageString(params.usage).c_str());
   }
+  Status failed = FailedWait(wait);
+  if (!failed.ok()) {
+    // The driver still makes the buffer; its op sees the failed wait and
+    // never commits the memory. The signals fail now, not behind the queue.
+    HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer,
+                         QueueAllocaImpl(q, wait, {}, resolved, size));
+    FailSignals(signal, failed);
+    return buffer;
+  }
   return QueueAllocaImpl(q, wait, signal, resolved, size);
 }
 
@@ -82,16 +132,17 @@ Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
   if (buffer->allocated_buffer() != buffer) {
     return InvalidArgumentError("queue_dealloca of a subspan; pass the allocated buffer");
   }
-  BufferState prior = buffer->state();
-  if (prior != BufferState::kLive && prior != BufferState::kReserved) {
-    return FailedPreconditionError("queue_dealloca: buffer is %s",
-                                   BufferStateName(prior));
-  }
-  if (!buffer->TransitionState(prior, BufferState::kDeallocaQueued)) {
-    return FailedPreconditionError("queue_dealloca: raced with another dealloca");
+  // One transition, so an alloca committing meanwhile cannot make it fail.
+  HAL_RETURN_IF_ERROR(buffer->BeginDealloca());
+  Status failed = FailedWait(wait);
+  if (!failed.ok()) {
+    // The dealloca does not happen: the buffer stays usable.
+    buffer->CancelDealloca();
+    FailSignals(signal, failed);
+    return OkStatus();
   }
   Status s = QueueDeallocaImpl(q, wait, signal, buffer);
-  if (!s.ok()) buffer->TransitionState(BufferState::kDeallocaQueued, prior);
+  if (!s.ok()) buffer->CancelDealloca();
   return s;
 }
 
@@ -107,12 +158,14 @@ Status ValidateFill(Buffer* target, DeviceSize offset, DeviceSize length,
   }
   HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
                                              length, out_length, "queue_fill"));
-  if (offset % pattern_length || *out_length % pattern_length) {
+  // Alignment is a property of the address: a subspan's own offset counts.
+  DeviceSize absolute = target->byte_offset() + offset;
+  if (absolute % pattern_length || *out_length % pattern_length) {
     return InvalidArgumentError(
-        "queue_fill: offset %llu and length %llu must be multiples of the "
-        "pattern length %zu",
-        (unsigned long long)offset, (unsigned long long)*out_length,
-        pattern_length);
+        "queue_fill: offset %llu in the allocation (%llu in the buffer) and "
+        "length %llu must be multiples of the pattern length %zu",
+        (unsigned long long)absolute, (unsigned long long)offset,
+        (unsigned long long)*out_length, pattern_length);
   }
   return OkStatus();
 }
@@ -134,6 +187,7 @@ Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
   DeviceSize resolved;
   HAL_RETURN_IF_ERROR(
       ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
                        pattern_length);
 }
@@ -149,6 +203,7 @@ Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
   DeviceSize resolved;
   HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
                                              length, &resolved, "queue_update"));
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueUpdateImpl(q, wait, signal, source, target, offset, length);
 }
 
@@ -174,6 +229,7 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
       return InvalidArgumentError("queue_copy: source and target ranges overlap");
     }
   }
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueCopyImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
 }
@@ -201,6 +257,7 @@ Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
                            (unsigned long long)length,
                            (unsigned long long)file_length);
   }
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueReadImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
 }
@@ -230,6 +287,7 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
           (unsigned long long)file_length);
     }
   }
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueWriteImpl(q, wait, signal, source, source_offset, target,
                         target_offset, length);
 }
@@ -250,6 +308,7 @@ Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
     q &= command_buffer->queue_affinity();
     HAL_RETURN_IF_ERROR(command_buffer->ValidateSubmission(bindings));
   }
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueExecuteImpl(q, wait, signal, command_buffer, bindings);
 }
 
@@ -270,6 +329,7 @@ Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
     return InvalidArgumentError(
         "queue_dispatch: the indirect workgroup count is a binding-table slot");
   }
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueDispatchImpl(q, wait, signal, params);
 }
 
@@ -278,6 +338,7 @@ Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (!fn) return InvalidArgumentError("queue_host_call: function is empty");
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueHostCallImpl(q, wait, signal, std::move(fn));
 }
 
@@ -285,6 +346,7 @@ Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
                             SemaphoreList signal) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
+  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
   return QueueExecuteImpl(q, wait, signal, nullptr, {});
 }
 

@@ -3,12 +3,25 @@
 // Every queue operation takes a queue affinity, a wait list and a signal list.
 // It starts after every wait is reached and signals after its work is done.
 // If a wait fails, the operation does not run and its signal semaphores fail
-// with the same status. Operations on one queue are ordered only by their
-// semaphores: independent operations may run in any order.
+// with the same status. When a wait semaphore has failed already at
+// submission, the signals are failed before the queue method returns (OK),
+// on every driver, whatever the queues are busy with; a wait that fails later
+// fails the signals when the driver learns of it. Operations on one queue are
+// ordered only by their semaphores: independent operations may run in any
+// order.
+//
+// A signal list names each semaphore at most once, and each value must be
+// above the semaphore's payload at submission (INVALID_ARGUMENT otherwise).
+// A signal overtaken before the operation completes (the payload was raised
+// to the value or past it meanwhile, by the host or another operation) fails
+// the semaphore with INVALID_ARGUMENT: someone waiting for that signal would
+// otherwise see a payload that never belonged to it.
 //
 // The public methods validate their arguments (INVALID_ARGUMENT, OUT_OF_RANGE,
 // FAILED_PRECONDITION) and then call the driver's ...Impl. An error returned
 // from a queue method means nothing was enqueued and no semaphore changed.
+// Alignment rules (fill patterns, dispatch bindings) apply to the offset in
+// the allocation: a subspan's own offset counts.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -70,19 +83,24 @@ class Device : public RefCounted {
 
   // Returns a buffer at once; its memory is committed when the waits are
   // reached. Using it before (from the host) is FAILED_PRECONDITION; queue
-  // operations ordered after the alloca by semaphores may use it.
+  // operations ordered after the alloca by semaphores may use it. If a wait
+  // fails (or had failed already), the buffer is never committed.
   StatusOr<Ref<Buffer>> QueueAlloca(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal,
                                     const BufferParams& params, DeviceSize size);
   // Releases the memory after the waits. Any later use of the buffer is
-  // FAILED_PRECONDITION. If a wait fails the memory is not freed and the
-  // buffer is usable again.
+  // FAILED_PRECONDITION, as is a second dealloca; a dealloca racing with the
+  // commit of the buffer's alloca is accepted. If a wait fails the memory is
+  // not freed and the buffer is usable again (at once when the wait had
+  // failed before the call).
   Status QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, Buffer* buffer);
   Status QueueFill(QueueAffinity affinity, SemaphoreList wait,
                    SemaphoreList signal, Buffer* target, DeviceSize offset,
                    DeviceSize length, const void* pattern, size_t pattern_length);
-  // The bytes are copied before this returns.
+  // The bytes are copied before this returns. Any length is accepted (no
+  // limit beyond the buffer's range); the default implementation records
+  // it as UpdateBuffer commands of at most kMaxUpdateBytes (64 KiB) each.
   Status QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
                      SemaphoreList signal, const void* source, Buffer* target,
                      DeviceSize offset, DeviceSize length);
@@ -188,6 +206,9 @@ class Device : public RefCounted {
  private:
   Status ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, QueueAffinity* out_affinity) const;
+  // The status of the first wait semaphore that has failed, or OK.
+  static Status FailedWait(SemaphoreList wait);
+  static void FailSignals(SemaphoreList signal, const Status& status);
 
   DeviceInfo info_;
   Ref<Allocator> allocator_;

@@ -88,6 +88,8 @@ void FailSem(Model& m, int sem, const std::set<StatusCode>& codes,
 
 // Runs every pending operation whose waits are all reached and fails every
 // one with an unreached wait on a failed semaphore, until nothing changes.
+// (The generators keep signals from being overtaken; should one be, the
+// semaphore fails as hal/device.h says.)
 void Propagate(Model& m, std::set<int>& failed_now) {
   bool changed = true;
   while (changed) {
@@ -110,7 +112,14 @@ void Propagate(Model& m, std::set<int>& failed_now) {
         op.state = OpState::kRan;
         for (const Point& p : op.signals) {
           SemModel& s = m.sems[p.sem];
-          if (!s.failed) s.value = std::max(s.value, p.value);
+          if (s.failed) continue;
+          if (p.value > s.value) {
+            s.value = p.value;
+          } else {
+            // Overtaken since submission (a host signal raised it while the
+            // operation was blocked): the semaphore fails (hal/device.h).
+            FailSem(m, p.sem, {StatusCode::kInvalidArgument}, failed_now);
+          }
         }
         changed = true;
       }
@@ -192,6 +201,23 @@ using Cmd = rc::state::Command<Model, Sut>;
 
 bool HasSem(const Model& m, int sem) {
   return sem >= 0 && sem < static_cast<int>(m.sems.size());
+}
+
+// The lowest value that an operation still blocked on its waits signals
+// `sem` to, or ~0 when none does.
+uint64_t LowestBlockedSignal(const Model& m, int sem) {
+  uint64_t lowest = std::numeric_limits<uint64_t>::max();
+  for (const OpModel& op : m.ops) {
+    if (op.state != OpState::kPending) continue;
+    for (const Point& p : op.signals) {
+      if (p.sem == sem) lowest = std::min(lowest, p.value);
+    }
+  }
+  return lowest;
+}
+
+bool HasBlockedSignaller(const Model& m, int sem) {
+  return LowestBlockedSignal(m, sem) != std::numeric_limits<uint64_t>::max();
 }
 
 // A random permutation of [0, n), drawn inside a command's generation.
@@ -314,14 +340,20 @@ struct HostSignal : Cmd {
     RC_PRE(!m.sems.empty());
     sem = *rc::gen::inRange<int>(0, m.sems.size());
     const SemModel& s = m.sems[sem];
-    if (*rc::gen::inRange(0, 8) == 0) {
+    // A valid host signal stays below what a blocked operation will signal:
+    // overtaking it would fail the semaphore (hal/device.h), an outcome the
+    // CTS checks (Submission.SignalOvertakenBeforeCompletionFailsSemaphore)
+    // and this model leaves out.
+    uint64_t limit = std::min(s.planned + 2, LowestBlockedSignal(m, sem) - 1);
+    if (*rc::gen::inRange(0, 8) == 0 || s.failed || limit <= s.value) {
       value = *rc::gen::inRange<uint64_t>(0, s.value + 1);  // not above: error
     } else {
-      value = s.value + *rc::gen::inRange<uint64_t>(1, s.planned - s.value + 3);
+      value = s.value + *rc::gen::inRange<uint64_t>(1, limit - s.value + 1);
     }
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(HasSem(m, sem));
+    RC_PRE(!Valid(m) || value < LowestBlockedSignal(m, sem));
   }
   bool Valid(const Model& m) const {
     return !m.sems[sem].failed && value > m.sems[sem].value;
@@ -335,9 +367,10 @@ struct HostSignal : Cmd {
   }
   void run(const Model& m, Sut& sut) const override {
     const SemModel& s = m.sems[sem];
-    // The outcome depends on the current payload only when the signal is
-    // not above the model's: then (and for a failed one) settle first.
-    if (!Valid(m)) SettleSem(m, sut, sem);
+    // The outcome depends on the current payload when the signal is not
+    // above the model's; and a runnable operation that signals this
+    // semaphore must finish first, or this signal could overtake its.
+    SettleSem(m, sut, sem);
     {
       std::lock_guard<std::mutex> lock(sut.shared->mutex);
       sut.shared->producers[sem].push_back({value, nullptr});
@@ -418,7 +451,14 @@ struct Submit : Cmd {
       waits.push_back({order[i], *rc::gen::inRange<uint64_t>(0, s.planned + 3)});
     }
     int signal_count = *rc::gen::inRange(0, std::min(n, 2) + 1);
-    std::vector<int> targets = DistinctIndices(n);
+    // Two unfinished operations signalling one semaphore may finish in
+    // either order, and the later value overtaken fails it: signal only
+    // semaphores that no blocked operation signals (run() lets the runnable
+    // ones finish first), so the model stays exact.
+    std::vector<int> targets;
+    for (int t : DistinctIndices(n)) {
+      if (!HasBlockedSignaller(m, t)) targets.push_back(t);
+    }
     for (int i = 0; i < signal_count && i < static_cast<int>(targets.size());
          ++i) {
       const SemModel& s = m.sems[targets[i]];
@@ -429,7 +469,11 @@ struct Submit : Cmd {
   void checkPreconditions(const Model& m) const override {
     RC_PRE(queue < m.queue_count);
     for (const Point& p : waits) RC_PRE(HasSem(m, p.sem));
-    for (const Point& p : signals) RC_PRE(HasSem(m, p.sem));
+    for (const Point& p : signals) {
+      RC_PRE(HasSem(m, p.sem));
+      RC_PRE(!HasBlockedSignaller(m, p.sem));
+      RC_PRE(m.sems[p.sem].failed || p.value > m.sems[p.sem].planned);
+    }
   }
   void apply(Model& m) const override {
     OpModel op;
@@ -466,9 +510,9 @@ struct Submit : Cmd {
     for (const Point& p : waits) {
       if (m.sems[p.sem].failed) SettleSem(m, sut, p.sem);
     }
-    for (const Point& p : signals) {
-      if (m.sems[p.sem].failed) SettleSem(m, sut, p.sem);
-    }
+    // Runnable operations that signal the same semaphores finish first, so
+    // that this one's signals cannot overtake theirs.
+    for (const Point& p : signals) SettleSem(m, sut, p.sem);
     auto rec = std::make_shared<OpRecord>();
     rec->id = static_cast<int>(sut.ops.size());
     rec->host_call = host_call;
@@ -543,6 +587,19 @@ struct Submit : Cmd {
       st = sut.device->QueueBarrier(affinity, wait_list, signal_list);
     }
     if (!st.ok()) RC_FAIL("submission failed: " + st.ToString());
+    if (fails_now) {
+      // A wait that had failed already fails the signals before the call
+      // returns, whatever the queues are doing (hal/device.h): no waiting.
+      for (const Point& p : signals) {
+        StatusOr<uint64_t> q = sut.sems[p.sem]->Query();
+        if (q.ok()) {
+          RC_FAIL("s" + std::to_string(p.sem) +
+                  " is not failed when the submission returned, though a "
+                  "wait had failed before it (payload " +
+                  std::to_string(*q) + ")");
+        }
+      }
+    }
     AssertNoViolations(sut);
   }
   void show(std::ostream& os) const override {

@@ -7,6 +7,10 @@ namespace hal::sim {
 
 namespace {
 constexpr DeviceSize kDefaultAlignment = 64;
+
+bool MapsForWrite(MemoryAccess access) {
+  return Any(access & (MemoryAccess::kWrite | MemoryAccess::kDiscard));
+}
 }  // namespace
 
 SimBuffer::SimBuffer(const Params& params, uint64_t id, DeviceSize alignment,
@@ -79,18 +83,24 @@ void SimBuffer::Decommit() {
 
 StatusOr<uint8_t*> SimBuffer::MapImpl(DeviceSize offset, DeviceSize length,
                                       MemoryAccess access) {
-  {
-    auto& ctx = static_cast<SimAllocator*>(allocator())->context();
-    std::lock_guard<std::mutex> lock(ctx.mutex());
-    HAL_RETURN_IF_ERROR(ctx.CheckHostAccess(
-        id_, offset, length,
-        Any(access & (MemoryAccess::kWrite | MemoryAccess::kDiscard))));
-  }
   uint8_t* p = host_storage();
   if (!p && byte_length() != 0) {
     return FailedPreconditionError("map: buffer memory is not committed");
   }
+  // The checker holds the range until UnmapImpl; a conflict fails the op
+  // it conflicts with, not the mapping.
+  auto& ctx = static_cast<SimAllocator*>(allocator())->context();
+  std::lock_guard<std::mutex> lock(ctx.mutex());
+  ctx.BeginHostAccess(id_, offset, length, MapsForWrite(access));
   return p ? p + offset : nullptr;
+}
+
+Status SimBuffer::UnmapImpl(DeviceSize offset, DeviceSize length,
+                            MemoryAccess access) {
+  auto& ctx = static_cast<SimAllocator*>(allocator())->context();
+  std::lock_guard<std::mutex> lock(ctx.mutex());
+  ctx.EndHostAccess(id_, offset, length, MapsForWrite(access));
+  return OkStatus();
 }
 
 Ref<SimAllocator> SimAllocator::Create(DeviceSize device_memory_limit,

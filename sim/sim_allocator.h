@@ -32,7 +32,8 @@ class SimBuffer final : public Buffer {
  protected:
   StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
                              MemoryAccess access) override;
-  Status UnmapImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status UnmapImpl(DeviceSize offset, DeviceSize length,
+                   MemoryAccess access) override;
   Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
   Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
 

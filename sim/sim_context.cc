@@ -98,6 +98,30 @@ Status SimContext::BeginAccess(uint64_t op_id, const std::string& op_name,
       }
     }
   }
+  if (checking_) {
+    for (const SimAccess& a : accesses) {
+      if (!a.write && !a.free) continue;
+      auto it = host_mappings_.find(a.buffer_id);
+      if (it == host_mappings_.end()) continue;
+      for (const SimAccess& m : it->second) {
+        if (!Overlaps(a, m) || (!m.write && !a.free)) continue;
+        // Unmapping a write mapping writes the host's bytes back (flush),
+        // over what the op wrote; a freed buffer leaves the host pointer
+        // dangling.
+        char buf[512];
+        std::snprintf(
+            buf, sizeof(buf),
+            "hazard: %s#%llu %ss buffer #%llu [%llu, +%llu) while the host "
+            "holds a %s mapping of [%llu, +%llu)",
+            op_name.c_str(), (unsigned long long)op_id, Kind(a),
+            (unsigned long long)a.buffer_id, (unsigned long long)a.offset,
+            (unsigned long long)a.length, m.write ? "write" : "read",
+            (unsigned long long)m.offset, (unsigned long long)m.length);
+        AddMappingHazard(op_id, buf);
+        break;
+      }
+    }
+  }
   InFlightOp& op = in_flight_[op_id];
   op.name = op_name;
   for (const SimAccess& a : accesses) {
@@ -120,29 +144,63 @@ void SimContext::EndAccess(uint64_t op_id) {
     if (v.empty()) by_buffer_.erase(b);
   }
   in_flight_.erase(it);
+  mapping_hazards_.erase(op_id);
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
 }
 
-Status SimContext::CheckHostAccess(uint64_t buffer_id, DeviceSize offset,
-                                   DeviceSize length, bool write) {
-  if (!checking_) return OkStatus();
-  auto it = by_buffer_.find(buffer_id);
-  if (it == by_buffer_.end()) return OkStatus();
+void SimContext::BeginHostAccess(uint64_t buffer_id, DeviceSize offset,
+                                 DeviceSize length, bool write) {
+  if (!checking_) return;
   SimAccess host{nullptr, buffer_id, offset, length, write, false};
-  for (const Holder& h : it->second) {
-    const SimAccess& b = h.access;
-    if (!Overlaps(host, b) || (!write && !b.write && !b.free)) continue;
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "hazard: host %s of buffer #%llu [%llu, +%llu) while "
-                  "in-flight %s#%llu %ss it",
-                  write ? "write mapping" : "read mapping",
-                  (unsigned long long)buffer_id, (unsigned long long)offset,
-                  (unsigned long long)length, in_flight_[h.op_id].name.c_str(),
-                  (unsigned long long)h.op_id, Kind(b));
-    Report(buf);
-    return FailedPreconditionError("%s", buf);
+  auto it = by_buffer_.find(buffer_id);
+  if (it != by_buffer_.end()) {
+    for (const Holder& h : it->second) {
+      const SimAccess& b = h.access;
+      if (!Overlaps(host, b) || (!write && !b.write && !b.free)) continue;
+      char buf[512];
+      std::snprintf(buf, sizeof(buf),
+                    "hazard: host %s of buffer #%llu [%llu, +%llu) while "
+                    "in-flight %s#%llu %ss it",
+                    write ? "write mapping" : "read mapping",
+                    (unsigned long long)buffer_id, (unsigned long long)offset,
+                    (unsigned long long)length,
+                    in_flight_[h.op_id].name.c_str(),
+                    (unsigned long long)h.op_id, Kind(b));
+      AddMappingHazard(h.op_id, buf);
+    }
   }
-  return OkStatus();
+  host_mappings_[buffer_id].push_back(host);
+}
+
+void SimContext::EndHostAccess(uint64_t buffer_id, DeviceSize offset,
+                               DeviceSize length, bool write) {
+  auto it = host_mappings_.find(buffer_id);
+  if (it == host_mappings_.end()) return;
+  auto& v = it->second;
+  auto m = std::find_if(v.begin(), v.end(), [&](const SimAccess& a) {
+    return a.offset == offset && a.length == length && a.write == write;
+  });
+  if (m != v.end()) v.erase(m);
+  if (v.empty()) host_mappings_.erase(it);
+}
+
+void SimContext::AddMappingHazard(uint64_t op_id, const std::string& report) {
+  Report(report);
+  auto [it, added] = mapping_hazards_.emplace(op_id, Status());
+  if (added) it->second = FailedPreconditionError("%s", report.c_str());
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
+}
+
+Status SimContext::TakeMappingHazard(uint64_t op_id) {
+  auto it = mapping_hazards_.find(op_id);
+  if (it == mapping_hazards_.end()) return OkStatus();
+  Status s = std::move(it->second);
+  mapping_hazards_.erase(it);
+  mapping_hazard_count_.store(mapping_hazards_.size(),
+                              std::memory_order_release);
+  return s;
 }
 
 void SimContext::Report(const std::string& report) {

@@ -7,10 +7,11 @@
 // keeps it safe but not deterministic.
 #pragma once
 
+#include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <charconv>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -105,13 +106,28 @@ class SimContext {
   const std::vector<std::string>& trace_lines() const { return trace_lines_; }
 
   // Checker: operations in flight and the ranges they touch. Returns the
-  // hazard with an in-flight op, if any, as FAILED_PRECONDITION.
+  // hazard with an in-flight op, if any, as FAILED_PRECONDITION. A hazard
+  // with a mapping the host holds is recorded for the op instead (see
+  // TakeMappingHazard).
   Status BeginAccess(uint64_t op_id, const std::string& op_name,
                      const std::vector<SimAccess>& accesses);
   void EndAccess(uint64_t op_id);
-  // Host access to a mapped range (write: the host may write).
-  Status CheckHostAccess(uint64_t buffer_id, DeviceSize offset,
-                         DeviceSize length, bool write);
+  // The host maps a range (write: the host may write it) and holds it until
+  // EndHostAccess with the same arguments. Mapping a range that an in-flight
+  // op writes (or writing one it reads) is a hazard of that op; so is an op
+  // that becomes in flight while the host holds a write mapping of a range it
+  // writes, or any mapping of a buffer it frees. Mapping itself never fails:
+  // the op does, when it runs (TakeMappingHazard), as every hazard does.
+  void BeginHostAccess(uint64_t buffer_id, DeviceSize offset, DeviceSize length,
+                       bool write);
+  void EndHostAccess(uint64_t buffer_id, DeviceSize offset, DeviceSize length,
+                     bool write);
+  // The first mapping hazard recorded for the op, taken (OK when none).
+  Status TakeMappingHazard(uint64_t op_id);
+  // Without the lock: whether any mapping hazard waits to be taken.
+  bool has_mapping_hazards() const {
+    return mapping_hazard_count_.load(std::memory_order_acquire) != 0;
+  }
   // Reports from the checker, in order (also returned as op statuses).
   std::vector<std::string> reports() const { return reports_; }
   void Report(const std::string& report);
@@ -157,6 +173,12 @@ class SimContext {
   std::vector<std::string> trace_lines_;  // kept only when tracing to a file
   std::unordered_map<uint64_t, std::vector<Holder>> by_buffer_;
   std::unordered_map<uint64_t, InFlightOp> in_flight_;
+  // Host mappings held now, by buffer id; `write` as for SimAccess.
+  std::unordered_map<uint64_t, std::vector<SimAccess>> host_mappings_;
+  // Mapping hazards not yet taken by their op, by op id.
+  std::unordered_map<uint64_t, Status> mapping_hazards_;
+  std::atomic<size_t> mapping_hazard_count_{0};  // mapping_hazards_.size()
+  void AddMappingHazard(uint64_t op_id, const std::string& report);
   std::vector<std::string> reports_;
   SimFaultPlan faults_;
   uint64_t allocations_ = 0;

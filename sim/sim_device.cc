@@ -171,6 +171,28 @@ void SimDevice::Submit(std::unique_ptr<SimOp> op) {
   {
     std::lock_guard<std::mutex> lock(context_->mutex());
     op->id = ++next_op_id_;
+    if (!op->accesses.empty() && context_->checking()) {
+      // A hazard with a host mapping may be found while the op is in flight
+      // (the host maps its range, or it started while a mapping was held):
+      // it fails the op, before its work when it comes in time (then the op
+      // is abandoned, as for a failed wait), else after it.
+      op->run = [run = std::move(op->run), abandon = op->abandon,
+                 context = context_, id = op->id]() -> Status {
+        auto take = [&] {
+          if (!context->has_mapping_hazards()) return OkStatus();
+          std::lock_guard<std::mutex> lock(context->mutex());
+          return context->TakeMappingHazard(id);
+        };
+        Status hazard = take();
+        if (!hazard.ok()) {
+          if (abandon) abandon(hazard);
+          return hazard;
+        }
+        Status status = run ? run() : OkStatus();
+        hazard = take();
+        return hazard.ok() ? status : hazard;
+      };
+    }
     TraceLine line(*context_);
     line << "submit " << op->name << "#" << op->id << " q"
          << static_cast<uint64_t>(op->queue) << " wait[";
@@ -203,7 +225,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
   op->run = [buffer]() -> Status {
     HAL_RETURN_IF_ERROR(buffer->Commit());
     // A dealloca may already be queued behind us; it keeps its state.
-    buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
+    buffer->MarkCommitted();
     return OkStatus();
   };
   Submit(std::move(op));
@@ -218,14 +240,12 @@ Status SimDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
                 /*free=*/true);
   op->run = [sim_buffer]() -> Status {
     sim_buffer->Decommit();
-    sim_buffer->TransitionState(BufferState::kDeallocaQueued, BufferState::kFreed);
+    sim_buffer->MarkFreed();
     return OkStatus();
   };
   op->abandon = [sim_buffer](const Status&) {
     // The dealloca did not happen: the buffer is usable again.
-    sim_buffer->TransitionState(
-        BufferState::kDeallocaQueued,
-        sim_buffer->committed() ? BufferState::kLive : BufferState::kReserved);
+    sim_buffer->CancelDealloca();
   };
   Submit(std::move(op));
   return OkStatus();

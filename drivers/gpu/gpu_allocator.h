@@ -45,7 +45,9 @@ class GpuBuffer final : public Buffer {
  protected:
   StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
                              MemoryAccess access) override;
-  Status UnmapImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
+    return OkStatus();
+  }
   Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
   Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
 

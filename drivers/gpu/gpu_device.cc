@@ -97,9 +97,7 @@ StatusOr<Ref<Buffer>> GpuDevice::QueueAllocaImpl(QueueAffinity affinity,
   };
   action->complete = [buffer](Status status) -> Status {
     // A dealloca may already be queued behind us; it keeps its state.
-    if (status.ok()) {
-      buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
-    }
+    if (status.ok()) buffer->MarkCommitted();
     return status;
   };
   pending_->Enqueue(std::move(action));
@@ -123,17 +121,15 @@ Status GpuDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
   action->complete = [ref](Status status) -> Status {
     if (status.ok()) {
       ref->Decommit();
-      ref->TransitionState(BufferState::kDeallocaQueued, BufferState::kFreed);
-    } else if (ref->committed()) {
-      ref->TransitionState(BufferState::kDeallocaQueued, BufferState::kLive);
+      ref->MarkFreed();
+    } else {
+      ref->CancelDealloca();
     }
     return status;
   };
   action->abandon = [ref](const Status&) {
     // The dealloca did not happen: the buffer is usable again.
-    ref->TransitionState(
-        BufferState::kDeallocaQueued,
-        ref->committed() ? BufferState::kLive : BufferState::kReserved);
+    ref->CancelDealloca();
   };
   pending_->Enqueue(std::move(action));
   return OkStatus();

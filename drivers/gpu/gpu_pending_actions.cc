@@ -61,9 +61,11 @@ namespace {
 void SignalAll(GpuAction& action, const Status& status) {
   for (auto& [sem, value] : action.signals) {
     if (status.ok()) {
-      // A value at or below the payload was reached already; nothing waits
-      // on it any more, so a rejected signal is harmless here.
-      sem->Signal(value).IgnoreError();
+      // Submission checked that the value was above the payload; a signal
+      // overtaken since (someone raised the payload to it or past it) fails
+      // the semaphore, as hal/device.h says, rather than vanish.
+      Status signaled = sem->Signal(value);
+      if (!signaled.ok()) sem->Fail(signaled);
     } else {
       sem->Fail(status);
     }

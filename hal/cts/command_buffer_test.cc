@@ -623,5 +623,39 @@ TEST_F(CommandBuffer, ReusableSubmittedConcurrently) {
   EXPECT_EQ(ReadBack(b2.get()), Bytes(64, 0x7A));
 }
 
+// Issue 11 item 10, in a command buffer: direct references (a subspan's own
+// offset counts) at record time, binding-table slots at submission.
+TEST_F(CommandBuffer, FillAlignmentIsOnTheOffsetInTheAllocation) {
+  auto buffer = NewHostBuffer(64, 0xEE);
+  ASSERT_TRUE(buffer);
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<HalBuffer> sub, buffer->Subspan(2, 32));
+  const uint8_t pattern[4] = {0x11, 0x22, 0x33, 0x44};
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<HalCommandBuffer> cb,
+                           Create(Mode::kReusable, Category::kTransfer, 1));
+  CTS_ASSERT_OK(cb->Begin());
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      cb->FillBuffer(BufferRef::Direct(buffer.get(), 2, 4), pattern, 4));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      cb->FillBuffer(BufferRef::Direct(sub.get(), 0, 4), pattern, 4));
+  CTS_ASSERT_OK(cb->FillBuffer(BufferRef::Direct(sub.get(), 2, 4), pattern, 4));
+  CTS_ASSERT_OK(cb->FillBuffer(BufferRef::Slot(0, 0, 4), pattern, 4));
+  CTS_ASSERT_OK(cb->End());
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  // Slot 0 bound to the subspan: its offset 0 is absolute offset 2.
+  Binding to_sub[] = {{sub.get(), 0, kWholeBuffer}};
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueExecute(1, {}, Points{{s.get(), 1}}, cb.get(), to_sub));
+  // Bound to the subspan at 6 (absolute 8): fine.
+  Binding at_8[] = {{sub.get(), 6, 8}};
+  CTS_ASSERT_OK(SubmitAndWait(cb.get(), at_8));
+  Bytes want(64, 0xEE);
+  for (int i = 0; i < 4; ++i) want[4 + i] = want[8 + i] = pattern[i];
+  EXPECT_EQ(Diff(ReadBack(buffer.get()), want), "");
+}
+
 }  // namespace
 }  // namespace hal::cts

@@ -401,5 +401,33 @@ TEST_F(QueueTransfer, TransfersAcrossQueues) {
   EXPECT_EQ(Diff(ReadBack(host.get()), want), "");
 }
 
+// Issue 11 item 10: alignment is on the offset in the allocation, so a fill
+// through a subspan obeys the same rule as the same bytes given directly.
+TEST_F(QueueTransfer, FillAlignmentIsOnTheOffsetInTheAllocation) {
+  auto buffer = NewHostBuffer(64, 0xEE);
+  ASSERT_TRUE(buffer);
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<HalBuffer> sub, buffer->Subspan(2, 32));
+  const uint8_t pattern[4] = {0x11, 0x22, 0x33, 0x44};
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  // Absolute offset 2 for a 4-byte pattern: refused both ways.
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueFill(1, {}, Points{{s.get(), 1}}, buffer.get(),
+                                      2, 4, pattern, 4));
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueFill(1, {}, Points{{s.get(), 1}}, sub.get(), 0,
+                                      4, pattern, 4));
+  EXPECT_EQ(Payload(s.get()), 0u);
+  // Subspan offset 2 is absolute offset 4; a 2-byte pattern at subspan
+  // offset 0 is absolute offset 2: both fine.
+  CTS_ASSERT_OK(FillAndWait(sub.get(), 2, 4, pattern, 4));
+  CTS_ASSERT_OK(FillAndWait(sub.get(), 0, 2, pattern, 2));
+  Bytes want(64, 0xEE);
+  want[2] = 0x11;
+  want[3] = 0x22;
+  for (int i = 0; i < 4; ++i) want[4 + i] = pattern[i];
+  EXPECT_EQ(Diff(ReadBack(buffer.get()), want), "");
+}
+
 }  // namespace
 }  // namespace hal::cts

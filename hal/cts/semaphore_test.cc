@@ -1,6 +1,7 @@
 // CTS: timeline semaphores, multi-waits and fences.
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -480,6 +481,22 @@ TEST_F(Semaphore, FenceKeepsSemaphoreAlive) {
   CTS_EXPECT_CODE(kDeadlineExceeded, fence->Query());
   CTS_EXPECT_OK(fence->Signal());
   CTS_EXPECT_OK(fence->Query());
+}
+
+// Any 64-bit payload is usable: there is no reserved maximum below 2^64-1.
+TEST_F(Semaphore, MaximumPayloadIsUsable) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  auto host = NewSemaphore(kMax - 1), queued = NewSemaphore(0);
+  ASSERT_TRUE(host && queued);
+  CTS_ASSERT_OK(host->Signal(kMax));
+  EXPECT_EQ(Payload(host.get()), kMax);
+  CTS_EXPECT_OK(host->Wait(kMax, Timeout::Immediate()));
+  CTS_EXPECT_CODE(kInvalidArgument, host->Signal(kMax));
+  // Through a queue: a barrier waiting on the maximum and signalling it.
+  CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{host.get(), kMax}},
+                                       Points{{queued.get(), kMax}}));
+  CTS_ASSERT_OK(WaitFor(queued.get(), kMax));
+  EXPECT_EQ(Payload(queued.get()), kMax);
 }
 
 }  // namespace

@@ -561,5 +561,100 @@ TEST_F(Submission, HostCallMayWaitForAnotherHostThread) {
   CTS_EXPECT_OK(state->waited);
 }
 
+// Issue 11 item 9: a wait that failed before the submission fails the
+// signals before the call returns, on every driver, even while the queue
+// is busy with other work (they used to fail only after it).
+TEST_F(Submission, AlreadyFailedWaitFailsSignalsAtSubmission) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto buffer = NewHostBuffer(16, 0xEE);
+  auto failed = NewSemaphore(0), busy = NewSemaphore(0), s = NewSemaphore(0),
+       t = NewSemaphore(0);
+  ASSERT_TRUE(buffer && failed && busy && s && t);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  // Keeps queue 1 busy until the checks below are done.
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{busy.get(), 1}}, [release]() -> Status {
+        auto deadline = std::chrono::steady_clock::now() + kCtsTimeout;
+        while (!release->load() &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(100us);
+        }
+        return OkStatus();
+      }));
+  failed->Fail(DataLossError("upstream data loss"));
+  CTS_ASSERT_OK(
+      Fill(1, {{failed.get(), 1}}, {{s.get(), 1}}, buffer.get(), 0, 4, 0x11));
+  CTS_ASSERT_OK(device()->QueueBarrier(1, Points{{failed.get(), 1}},
+                                       Points{{t.get(), 1}}));
+  // No wait of any kind before these checks.
+  CTS_EXPECT_CODE(kDataLoss, s->Query());
+  CTS_EXPECT_CODE(kDataLoss, t->Query());
+  release->store(true);
+  CTS_ASSERT_OK(WaitFor(busy.get(), 1));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(16, 0xEE)) << "a failed op ran";
+}
+
+TEST_F(Submission, AlreadyFailedWaitLeavesAllocaUncommittedAndDeallocaUndone) {
+  CTS_REQUIRE_TAG(kTagAlloca);
+  auto failed = NewSemaphore(0), sa = NewSemaphore(0), sd = NewSemaphore(0);
+  ASSERT_TRUE(failed && sa && sd);
+  failed->Fail(AbortedError("upstream abort"));
+  CTS_ASSERT_OK_AND_ASSIGN(
+      Ref<HalBuffer> reserved,
+      device()->QueueAlloca(1, Points{{failed.get(), 1}}, Points{{sa.get(), 1}},
+                            HostParams(), 64));
+  CTS_EXPECT_CODE(kAborted, sa->Query());
+  auto live = NewHostBuffer(64, 0x5A);
+  ASSERT_TRUE(live);
+  CTS_ASSERT_OK(device()->QueueDealloca(1, Points{{failed.get(), 1}},
+                                        Points{{sd.get(), 1}}, live.get()));
+  CTS_EXPECT_CODE(kAborted, sd->Query());
+  // Undone at once: the buffer is usable without waiting for anything.
+  EXPECT_EQ(live->state(), BufferState::kLive);
+  EXPECT_EQ(ReadBack(live.get()), Bytes(64, 0x5A));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(reserved->state(), BufferState::kReserved);
+  CTS_EXPECT_CODE(kFailedPrecondition, reserved->MapZero(0, 64));
+  EXPECT_EQ(live->state(), BufferState::kLive);
+}
+
+// Issue 11 item 11: a signal list names each semaphore once, with values
+// above the payload; anything else is INVALID_ARGUMENT and changes nothing.
+TEST_F(Submission, InvalidSignalListIsInvalidArgument) {
+  auto buffer = NewHostBuffer(4, 0xEE);
+  auto a = NewSemaphore(3), b = NewSemaphore(0);
+  ASSERT_TRUE(buffer && a && b);
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, {}, Points{{a.get(), 4}, {a.get(), 5}}));
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueBarrier(1, {}, Points{{b.get(), 1}, {a.get(), 3}}));
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  Fill(1, {}, {{a.get(), 2}}, buffer.get(), 0, 4, 0x11));
+  CTS_EXPECT_CODE(kInvalidArgument, Fill(1, {}, {{b.get(), 1}, {b.get(), 2}},
+                                         buffer.get(), 0, 4, 0x11));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  EXPECT_EQ(Payload(a.get()), 3u);
+  EXPECT_EQ(Payload(b.get()), 0u);
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(4, 0xEE));
+}
+
+// A signal that was valid at submission but overtaken before the operation
+// completed (the host raised the payload past it) fails the semaphore with
+// INVALID_ARGUMENT instead of vanishing.
+TEST_F(Submission, SignalOvertakenBeforeCompletionFailsSemaphore) {
+  auto gate = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(gate && s);
+  FailOnExit guard{{gate}};
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{gate.get(), 1}}, Points{{s.get(), 2}}));
+  CTS_ASSERT_OK(s->Signal(5));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+  CTS_EXPECT_CODE(kInvalidArgument, s->Query());
+}
+
 }  // namespace
 }  // namespace hal::cts

@@ -1,0 +1,238 @@
+// The shared queue-operation path of hal::Device (validation, the dealloca
+// state transition, submission with a failed wait), on a fake driver that
+// only counts what reaches it.
+#include "hal/device.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace hal {
+namespace {
+
+class FakeBuffer final : public Buffer {
+ public:
+  FakeBuffer(BufferState initial, DeviceSize length)
+      : Buffer(MakeParams(initial, length)) {}
+
+ protected:
+  StatusOr<uint8_t*> MapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
+    return UnimplementedError("fake buffer");
+  }
+  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
+    return OkStatus();
+  }
+  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+
+ private:
+  static Params MakeParams(BufferState initial, DeviceSize length) {
+    Params p;
+    p.memory_type = MemoryType::kDeviceLocal;
+    p.allowed_usage = BufferUsage::kDefault;
+    p.byte_length = length;
+    p.initial_state = initial;
+    return p;
+  }
+};
+
+Ref<Buffer> NewBuffer(BufferState initial, DeviceSize length = 64) {
+  return Ref<Buffer>::Adopt(new FakeBuffer(initial, length));
+}
+
+// Counts the ...Impl calls; queues nothing.
+class FakeDevice final : public Device {
+ public:
+  static Ref<FakeDevice> Create() {
+    DeviceInfo info;
+    info.driver = "fake";
+    info.queue_count = 2;
+    return Ref<FakeDevice>::Adopt(new FakeDevice(std::move(info)));
+  }
+  std::atomic<int> impl_calls{0};
+
+ protected:
+  explicit FakeDevice(DeviceInfo info) : Device(std::move(info), nullptr) {}
+
+  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity, SemaphoreList,
+                                        SemaphoreList, const BufferParams&,
+                                        DeviceSize size) override {
+    ++impl_calls;
+    return NewBuffer(BufferState::kReserved, size);
+  }
+  Status QueueDeallocaImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+                           Buffer*) override {
+    ++impl_calls;
+    return OkStatus();
+  }
+  Status QueueReadImpl(QueueAffinity, SemaphoreList, SemaphoreList, File*,
+                       uint64_t, Buffer*, DeviceSize, DeviceSize) override {
+    ++impl_calls;
+    return OkStatus();
+  }
+  Status QueueWriteImpl(QueueAffinity, SemaphoreList, SemaphoreList, Buffer*,
+                        DeviceSize, File*, uint64_t, DeviceSize) override {
+    ++impl_calls;
+    return OkStatus();
+  }
+  Status QueueExecuteImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+                          CommandBuffer*, BindingTable) override {
+    ++impl_calls;
+    return OkStatus();
+  }
+  Status QueueHostCallImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+                           HostCallFn) override {
+    ++impl_calls;
+    return OkStatus();
+  }
+  Status WaitIdleImpl(Timeout) override { return OkStatus(); }
+};
+
+// A dealloca submitted while the buffer's alloca commits on another thread
+// is legal and must be accepted every time. Before the state word, the
+// dealloca read kReserved, the commit moved it to kLive, and the dealloca's
+// transition from kReserved failed ("raced with another dealloca").
+TEST(DeviceDealloca, RacingTheAllocaCommitIsAlwaysAccepted) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> gate = Semaphore::Create(0);
+  SemaphorePoint wait{gate.get(), 1};
+  constexpr int kIterations = 50000;
+  int refused = 0;
+  std::string first_error;
+  for (int i = 0; i < kIterations; ++i) {
+    Ref<Buffer> buffer = NewBuffer(BufferState::kReserved);
+    std::atomic<bool> go{false};
+    std::thread commit([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      for (int spin = i % 64; spin > 0; --spin)
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+      buffer->MarkCommitted();  // what an alloca's completion does
+    });
+    go.store(true, std::memory_order_release);
+    Status s = device->QueueDealloca(1, {&wait, 1}, {}, buffer.get());
+    commit.join();
+    if (!s.ok()) {
+      if (refused++ == 0) first_error = s.ToString();
+    }
+    // Whichever came first, the dealloca is queued and knows the memory is
+    // committed: undoing it leaves a live buffer.
+    EXPECT_EQ(buffer->state(), BufferState::kDeallocaQueued);
+    buffer->CancelDealloca();
+    EXPECT_EQ(buffer->state(), BufferState::kLive);
+  }
+  EXPECT_EQ(refused, 0) << refused << " of " << kIterations
+                        << " legal deallocas refused; first: " << first_error;
+}
+
+TEST(DeviceDealloca, SecondDeallocaIsFailedPrecondition) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> gate = Semaphore::Create(0);
+  SemaphorePoint wait{gate.get(), 1};
+  Ref<Buffer> buffer = NewBuffer(BufferState::kLive);
+  ASSERT_TRUE(device->QueueDealloca(1, {&wait, 1}, {}, buffer.get()).ok());
+  Status s = device->QueueDealloca(1, {&wait, 1}, {}, buffer.get());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(buffer->state(), BufferState::kDeallocaQueued);
+  EXPECT_EQ(device->impl_calls.load(), 1);
+}
+
+// An alloca that commits while its dealloca is queued, and a dealloca that
+// is then undone (its wait failed): the buffer is live, not reserved.
+TEST(DeviceDealloca, UndoneAfterTheCommitLeavesTheBufferLive) {
+  Ref<Buffer> buffer = NewBuffer(BufferState::kReserved);
+  ASSERT_TRUE(buffer->BeginDealloca().ok());
+  buffer->MarkCommitted();
+  EXPECT_EQ(buffer->state(), BufferState::kDeallocaQueued);
+  buffer->CancelDealloca();
+  EXPECT_EQ(buffer->state(), BufferState::kLive);
+
+  Ref<Buffer> uncommitted = NewBuffer(BufferState::kReserved);
+  ASSERT_TRUE(uncommitted->BeginDealloca().ok());
+  uncommitted->CancelDealloca();
+  EXPECT_EQ(uncommitted->state(), BufferState::kReserved);
+}
+
+// A wait that failed before the submission fails the signals before the
+// call returns, and the driver never sees the operation.
+TEST(DeviceSubmission, AlreadyFailedWaitFailsSignalsWithoutTheDriver) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> failed = Semaphore::Create(0);
+  failed->Fail(DataLossError("lost"));
+  Ref<Buffer> buffer = NewBuffer(BufferState::kLive);
+  SemaphorePoint wait{failed.get(), 1};
+  uint32_t pattern = 0;
+  const char* what[] = {"barrier", "host_call", "fill", "update", "copy"};
+  for (int i = 0; i < 5; ++i) {
+    Ref<Semaphore> signal = Semaphore::Create(0);
+    SemaphorePoint point{signal.get(), 1};
+    SemaphoreList w{&wait, 1}, sig{&point, 1};
+    Status s;
+    switch (i) {
+      case 0:
+        s = device->QueueBarrier(1, w, sig);
+        break;
+      case 1:
+        s = device->QueueHostCall(1, w, sig, [] { return OkStatus(); });
+        break;
+      case 2:
+        s = device->QueueFill(1, w, sig, buffer.get(), 0, 16, &pattern, 4);
+        break;
+      case 3:
+        s = device->QueueUpdate(1, w, sig, &pattern, buffer.get(), 0, 4);
+        break;
+      case 4: {
+        Ref<Buffer> other = NewBuffer(BufferState::kLive);
+        s = device->QueueCopy(1, w, sig, buffer.get(), 0, other.get(), 0, 16);
+        break;
+      }
+    }
+    EXPECT_TRUE(s.ok()) << what[i] << ": " << s.ToString();
+    StatusOr<uint64_t> q = signal->Query();
+    EXPECT_EQ(q.status().code(), StatusCode::kDataLoss)
+        << what[i] << ": the signal should have failed at submission";
+  }
+  EXPECT_EQ(device->impl_calls.load(), 0);
+}
+
+TEST(DeviceSubmission, AlreadyFailedWaitLeavesTheDeallocaUndone) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> failed = Semaphore::Create(0);
+  failed->Fail(AbortedError("aborted"));
+  Ref<Semaphore> signal = Semaphore::Create(0);
+  SemaphorePoint wait{failed.get(), 1}, point{signal.get(), 1};
+  Ref<Buffer> buffer = NewBuffer(BufferState::kLive);
+  ASSERT_TRUE(
+      device->QueueDealloca(1, {&wait, 1}, {&point, 1}, buffer.get()).ok());
+  EXPECT_EQ(buffer->state(), BufferState::kLive);
+  EXPECT_EQ(signal->Query().status().code(), StatusCode::kAborted);
+  EXPECT_EQ(device->impl_calls.load(), 0);
+}
+
+TEST(DeviceSubmission, InvalidSignalListIsInvalidArgumentAndChangesNothing) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> a = Semaphore::Create(3);
+  Ref<Semaphore> b = Semaphore::Create(0);
+  SemaphorePoint duplicate[] = {{a.get(), 4}, {b.get(), 1}, {a.get(), 5}};
+  SemaphorePoint equal[] = {{b.get(), 1}, {a.get(), 3}};
+  SemaphorePoint below[] = {{a.get(), 2}};
+  for (SemaphoreList list :
+       {SemaphoreList(duplicate), SemaphoreList(equal), SemaphoreList(below)}) {
+    Status s = device->QueueBarrier(1, {}, list);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    s = device->QueueHostCall(1, {}, list, [] { return OkStatus(); });
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  }
+  EXPECT_EQ(*a->Query(), 3u);
+  EXPECT_EQ(*b->Query(), 0u);
+  EXPECT_EQ(device->impl_calls.load(), 0);
+  // A failed signal semaphore is not misuse: the operation just cannot
+  // signal it.
+  b->Fail(CancelledError("gone"));
+  SemaphorePoint to_failed{b.get(), 1};
+  EXPECT_TRUE(device->QueueBarrier(1, {}, {&to_failed, 1}).ok());
+}
+
+}  // namespace
+}  // namespace hal
