@@ -1,5 +1,6 @@
 // Opts the simulator into the conformance suite.
 #include "hal/cts/cts.h"
+#include "sim/sim_device.h"
 
 namespace hal::cts {
 
@@ -7,9 +8,12 @@ void RegisterSimCtsBackend() {
   Backend b;
   b.name = "sim";
   b.default_uri = "sim://?queues=4";
-  b.tags = {kTagFiles,     kTagImport,     kTagAlloca,
-            kTagHostCall,  kTagMultiQueue, kTagDeviceOnlyMemory,
-            kTagDispatch,  kTagDispatchBoundsChecks};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagDispatchBoundsChecks};
+  b.seed_param = "seed";
+  b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
   RegisterBackend(std::move(b));
 }
 
