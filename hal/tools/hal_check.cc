@@ -389,12 +389,18 @@ std::vector<std::string> TailLines(const std::string& path, size_t n) {
   return lines;
 }
 
-std::vector<std::string> GrepLines(const std::string& path,
-                                   const std::string& prefix) {
+// The failure block of the child's table: from the first "FAILED: " line to
+// the trace hash or RESULT line.
+std::vector<std::string> FailureLines(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
+  bool in_block = false;
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+    if (line.rfind("FAILED: ", 0) == 0) in_block = true;
+    if (line.rfind("trace hash: ", 0) == 0 || line.rfind("RESULT: ", 0) == 0) {
+      in_block = false;
+    }
+    if (in_block) lines.push_back(line);
   }
   return lines;
 }
@@ -416,7 +422,9 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
   uint64_t nothing_ran = 0, done = 0;
   for (uint64_t seed = first;; ++seed) {
     ++done;
-    if (ftruncate(log_fd, 0) != 0) std::perror("hal-check: ftruncate");
+    if (ftruncate(log_fd, 0) != 0 || lseek(log_fd, 0, SEEK_SET) != 0) {
+      std::perror("hal-check: truncating the seed's log");
+    }
     std::vector<std::string> args = {
         run.program, "--device=" + run.RunUri(seed), "--verbose"};
     args.insert(args.end(), passed_flags.begin(), passed_flags.end());
@@ -507,12 +515,12 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
     if (outcome != "ok" && outcome != "nothing ran") {
       bad[outcome].push_back(seed);
       // What failed, or what was running when it crashed or hung.
-      std::vector<std::string> lines = GrepLines(log_path, "FAILED: ");
+      std::vector<std::string> lines = FailureLines(log_path);
       if (outcome != "FAIL" || lines.empty()) lines = TailLines(log_path, 8);
       for (const auto& l : lines) std::printf("    %s\n", l.c_str());
       std::string flags;
       for (const auto& f : passed_flags) flags += " " + ShellQuote(f);
-      std::printf("  replay: %s\n", run.Replay(seed, flags).c_str());
+      std::printf("  replay the seed: %s\n", run.Replay(seed, flags).c_str());
     }
     std::fflush(stdout);
     if (seed == last) break;  // last may be UINT64_MAX
