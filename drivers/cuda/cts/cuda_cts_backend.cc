@@ -1,6 +1,6 @@
 // Opts the CUDA driver into the conformance suite. Without a libcuda (real,
 // or the CUDA API simulator through HAL_CUDA_LIBRARY) device creation is
-// UNAVAILABLE and every test skips.
+// UNAVAILABLE: hal-check says so in one line and exits 3.
 #include "hal/cts/cts.h"
 
 namespace hal::cts {
