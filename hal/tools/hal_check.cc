@@ -413,7 +413,7 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
   signal(SIGHUP, KillChildAndExit);
   const uint64_t count = last - first + 1;  // 0 when the range is all of uint64
   char log_path[] = "/tmp/hal-check-seed-XXXXXX";
-  int log_fd = mkstemp(log_path);
+  int log_fd = mkostemp(log_path, O_CLOEXEC);
   if (log_fd < 0) {
     std::perror("hal-check: mkstemp");
     return kExitFail;
@@ -428,6 +428,26 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
     std::vector<std::string> args = {
         run.program, "--device=" + run.RunUri(seed), "--verbose"};
     args.insert(args.end(), passed_flags.begin(), passed_flags.end());
+    // Everything the child needs is built here: between fork and exec it
+    // calls only async-signal-safe functions (the parent may have threads,
+    // e.g. a vendor-API simulator's, holding the allocator's lock).
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    std::string seed_kv = run.seed_env + "=" + std::to_string(seed);
+    for (char** e = environ; *e; ++e) {
+      if (!run.seed_env.empty() &&
+          std::strncmp(*e, seed_kv.c_str(), run.seed_env.size() + 1) == 0) {
+        continue;
+      }
+      env_strings.push_back(*e);
+    }
+    if (!run.seed_env.empty()) env_strings.push_back(seed_kv);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     auto start = std::chrono::steady_clock::now();
     pid_t pid = fork();
     if (pid == 0) {
@@ -436,18 +456,13 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
-      if (!run.seed_env.empty())
-        setenv(run.seed_env.c_str(), std::to_string(seed).c_str(), 1);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      int devnull = open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, 0);
       dup2(log_fd, 1);
       dup2(log_fd, 2);
-      execv("/proc/self/exe", argv.data());
+      execve("/proc/self/exe", argv.data(), envp.data());
       _exit(127);
     }
+    if (devnull >= 0) close(devnull);
     std::string outcome;
     std::string detail;
     int status = 0;
