@@ -489,7 +489,6 @@ int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(hung ? 1 : 20));
       }
-      kill(-pid, SIGKILL);  // whatever it left behind
       g_child_group = 0;
       if (hung) {
         outcome = "HANG";
@@ -713,7 +712,7 @@ int main(int argc, char** argv) {
 
   // The exit status comes from the table below, which knows expected failures.
   int gtest_result = RUN_ALL_TESTS();
-  (void)gtest_result;
+  if (GTEST_FLAG_GET(list_tests)) return gtest_result;  // listed, ran nothing
 
   Totals totals = Sum(table->areas());
   bool ok = totals.failed == 0 && totals.xpass == 0;
