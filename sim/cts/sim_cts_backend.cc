@@ -8,10 +8,9 @@ void RegisterSimCtsBackend() {
   Backend b;
   b.name = "sim";
   b.default_uri = "sim://?queues=4";
-  b.tags = {kTagFiles,      kTagImport,
-            kTagAlloca,     kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory,
-            kTagDispatch,   kTagDispatchBoundsChecks};
+  b.tags = {kTagFiles,     kTagImport,     kTagAlloca,
+            kTagHostCall,  kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,  kTagDispatchBoundsChecks};
   b.seed_param = "seed";
   b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
   RegisterBackend(std::move(b));
