@@ -1,6 +1,7 @@
 #include "hal/status.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace hal {
@@ -71,5 +72,14 @@ Status MakeStatus(StatusCode code, const char* format, ...) {
   va_end(args);
   return s;
 }
+
+namespace internal {
+void DieOnValueOfError(const Status& status) {
+  std::fprintf(stderr, "StatusOr::value() on an error: %s\n",
+               status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace internal
 
 }  // namespace hal

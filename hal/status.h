@@ -97,6 +97,11 @@ HAL_DEFINE_ERROR_CTOR(UnavailableError, kUnavailable)
 HAL_DEFINE_ERROR_CTOR(DataLossError, kDataLoss)
 #undef HAL_DEFINE_ERROR_CTOR
 
+namespace internal {
+// Prints "StatusOr::value() on an error: <status>" and aborts.
+[[noreturn]] void DieOnValueOfError(const Status& status);
+}  // namespace internal
+
 // Holds either a value or an error status (never an OK status without value).
 template <typename T>
 class [[nodiscard]] StatusOr {
@@ -114,15 +119,20 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // value(), * and -> on an error abort the process with the status (never
+  // undefined behaviour); check ok() first.
+  T& value() & { return Checked(), *value_; }
+  const T& value() const& { return Checked(), *value_; }
+  T&& value() && { return Checked(), std::move(*value_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
 
  private:
+  void Checked() const {
+    if (!value_) internal::DieOnValueOfError(status_);
+  }
   Status status_;
   std::optional<T> value_;
 };

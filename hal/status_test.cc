@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace hal {
 namespace {
 
@@ -23,7 +25,8 @@ TEST(Status, ErrorCarriesCodeAndFormattedMessage) {
 
 TEST(Status, AllCodesHaveNames) {
   for (int c = 0; c <= 16; ++c) {
-    EXPECT_STRNE(StatusCodeName(static_cast<StatusCode>(c)), "UNKNOWN_CODE") << c;
+    EXPECT_STRNE(StatusCodeName(static_cast<StatusCode>(c)), "UNKNOWN_CODE")
+        << c;
   }
   EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(99)), "UNKNOWN_CODE");
 }
@@ -46,6 +49,17 @@ TEST(StatusOr, ValueAndErrorPaths) {
   EXPECT_EQ(out, 4);
   EXPECT_EQ(UseMacros(7, &out).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(UseMacros(40, &out).code(), StatusCode::kOutOfRange);
+}
+
+// value() of an error used to read an empty std::optional (undefined
+// behaviour: garbage, or under UBSan the end of the whole run).
+TEST(StatusOrDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
+  StatusOr<int> error = DataLossError("lost %d", 3);
+  EXPECT_DEATH((void)error.value(),
+               "StatusOr::value\\(\\) on an error: DATA_LOSS: lost 3");
+  EXPECT_DEATH((void)*error, "DATA_LOSS: lost 3");
+  StatusOr<std::string> s = NotFoundError("gone");
+  EXPECT_DEATH((void)s->size(), "NOT_FOUND: gone");
 }
 
 TEST(StatusOr, OkStatusIsTurnedIntoInternal) {

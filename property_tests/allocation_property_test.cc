@@ -12,16 +12,17 @@
 // FAILED_PRECONDITION); a dealloca whose wait failed frees nothing; an
 // import's release callback runs exactly once; Allocator::statistics()
 // matches the model.
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include <rapidcheck.h>
-#include <rapidcheck/state.h>
 
 #include "hal/allocator.h"
 #include "hal/device.h"
@@ -40,11 +41,14 @@ struct TypeInfo {
   bool device_bytes;  // counted as device memory in the statistics
 };
 const TypeInfo kTypes[] = {
-    {"DEVICE_LOCAL", MemoryType::kDeviceLocal, BufferUsage::kTransfer, false, true},
-    {"HOST_LOCAL|HOST_COHERENT", MemoryType::kHostLocal | MemoryType::kHostCoherent,
+    {"DEVICE_LOCAL", MemoryType::kDeviceLocal, BufferUsage::kTransfer, false,
+     true},
+    {"HOST_LOCAL|HOST_COHERENT",
+     MemoryType::kHostLocal | MemoryType::kHostCoherent,
      BufferUsage::kTransfer | BufferUsage::kMapping, true, false},
     {"DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT",
-     MemoryType::kDeviceLocal | MemoryType::kHostVisible | MemoryType::kHostCoherent,
+     MemoryType::kDeviceLocal | MemoryType::kHostVisible |
+         MemoryType::kHostCoherent,
      BufferUsage::kTransfer | BufferUsage::kMapping, true, true},
     {"HOST_LOCAL (not coherent)", MemoryType::kHostLocal,
      BufferUsage::kTransfer | BufferUsage::kMapping, true, false},
@@ -59,10 +63,10 @@ struct BufModel {
   DeviceSize size = 0;
   DeviceSize alignment = 0;
   State state = State::kLive;
-  bool committed = false;      // memory counted in the statistics
-  bool gated = false;          // its last queue op waits on the gate
+  bool committed = false;  // memory counted in the statistics
+  bool gated = false;      // its last queue op waits on the gate
   State before_dealloca = State::kLive;
-  std::vector<int> bytes;      // -1: unknown
+  std::vector<int> bytes;  // -1: unknown
 };
 
 struct Model {
@@ -77,14 +81,53 @@ bool Mappable(const BufModel& b) {
 
 void Commit(BufModel& b) { b.committed = true; }
 
+// Host memory for imports, freed when the last owner drops it: a failing
+// case (RC_FAIL throws out of the middle of a command) frees it too.
+// `g_live_host_blocks` counts the blocks not freed yet (the self-check
+// HAL_PROPERTY_SELF_TEST_FAIL_IMPORT reads it).
+std::atomic<int64_t> g_live_host_blocks{0};
+
+class HostBlock {
+ public:
+  explicit HostBlock(size_t size)
+      : ptr_(std::aligned_alloc(64,
+                                std::max<size_t>(64, (size + 63) / 64 * 64))) {
+    if (ptr_) g_live_host_blocks.fetch_add(1);
+  }
+  ~HostBlock() {
+    if (ptr_) {
+      std::free(ptr_);
+      g_live_host_blocks.fetch_sub(1);
+    }
+  }
+  HostBlock(const HostBlock&) = delete;
+  HostBlock& operator=(const HostBlock&) = delete;
+  uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
+
+ private:
+  void* ptr_;
+};
+
 struct Sut {
+  // First, so it is destroyed last: after the device and the buffers that
+  // import it.
+  std::vector<std::unique_ptr<HostBlock>> host_memory;
   Ref<Device> device;
   Ref<Semaphore> gate;
   Ref<Semaphore> pump;
   std::vector<Ref<Buffer>> buffers;
   std::vector<Ref<Semaphore>> last_op;  // per buffer: its latest queue op's
   std::vector<std::shared_ptr<std::atomic<int>>> releases;  // imports
-  std::vector<void*> host_memory;
+
+  ~Sut() {
+    // Buffers and device go before host_memory (declaration order would
+    // do it too; this says it).
+    buffers.clear();
+    last_op.clear();
+    gate = nullptr;
+    pump = nullptr;
+    device.reset();
+  }
 };
 
 using Cmd = rc::state::Command<Model, Sut>;
@@ -164,7 +207,8 @@ struct Allocate : Cmd {
     b.alignment = alignment;
     b.bytes.assign(size, -1);
     if (kind == Kind::kImported) {
-      for (DeviceSize i = 0; i < size; ++i) b.bytes[i] = static_cast<int>(i * 7 & 0xFF);
+      for (DeviceSize i = 0; i < size; ++i)
+        b.bytes[i] = static_cast<int>(i * 7 & 0xFF);
       ++m.imports;
     } else if (kind == Kind::kAlloca) {
       b.gated = gated;
@@ -183,39 +227,48 @@ struct Allocate : Cmd {
     Ref<Buffer> buffer;
     Ref<Semaphore> done;
     auto releases = std::make_shared<std::atomic<int>>(0);
-    void* host = nullptr;
+    std::unique_ptr<HostBlock> host;
     if (kind == Kind::kAllocated) {
-      StatusOr<Ref<Buffer>> r = sut.device->allocator()->AllocateBuffer(params, size);
-      if (!r.ok()) RC_FAIL("AllocateBuffer: " + r.status().ToString());
-      buffer = r.value();
+      buffer =
+          ValueOrFail(sut.device->allocator()->AllocateBuffer(params, size),
+                      "AllocateBuffer");
     } else if (kind == Kind::kImported) {
       params.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
       params.usage = BufferUsage::kTransfer | BufferUsage::kMapping;
-      host = std::aligned_alloc(64, std::max<DeviceSize>(64, (size + 63) / 64 * 64));
+      // Owned by sut.host_memory before anything can fail.
+      sut.host_memory.push_back(std::make_unique<HostBlock>(size));
+      uint8_t* bytes = sut.host_memory.back()->data();
+      RC_ASSERT(bytes != nullptr);
       for (DeviceSize i = 0; i < size; ++i) {
-        static_cast<uint8_t*>(host)[i] = static_cast<uint8_t>(i * 7 & 0xFF);
+        bytes[i] = static_cast<uint8_t>(i * 7 & 0xFF);
       }
-      StatusOr<Ref<Buffer>> r = sut.device->allocator()->ImportHostAllocation(
-          params, host, size, [releases] { releases->fetch_add(1); });
-      if (!r.ok()) RC_FAIL("ImportHostAllocation: " + r.status().ToString());
-      buffer = r.value();
+      buffer = ValueOrFail(
+          sut.device->allocator()->ImportHostAllocation(
+              params, bytes, size, [releases] { releases->fetch_add(1); }),
+          "ImportHostAllocation");
+      host = std::move(sut.host_memory.back());
+      sut.host_memory.pop_back();
+      if (std::getenv("HAL_PROPERTY_SELF_TEST_FAIL_IMPORT")) {
+        sut.host_memory.push_back(std::move(host));
+        RC_FAIL(
+            "HAL_PROPERTY_SELF_TEST_FAIL_IMPORT: this case fails on purpose");
+      }
     } else {
-      done = sut.device->CreateSemaphore(0).value();
+      done = ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
       StatusOr<uint64_t> g = sut.gate->Query();
       RC_ASSERT(g.ok());
       SemaphorePoint wait{sut.gate.get(), *g + (gated ? 1 : 0)};
       SemaphorePoint signal{done.get(), 1};
       StatusOr<Ref<Buffer>> r = sut.device->QueueAlloca(
           kQueueAffinityAny, {&wait, 1}, {&signal, 1}, params, size);
-      if (!r.ok()) RC_FAIL("QueueAlloca: " + r.status().ToString());
-      buffer = r.value();
+      buffer = ValueOrFail(std::move(r), "QueueAlloca");
       RC_ASSERT(buffer->state() == BufferState::kReserved ||
                 buffer->state() == BufferState::kLive);
     }
     sut.buffers.push_back(buffer);
     sut.last_op.push_back(done);
     sut.releases.push_back(releases);
-    sut.host_memory.push_back(host);
+    sut.host_memory.push_back(std::move(host));
     Model next = nextState(m);
     SettleBuffer(next, sut, next.buffers.size() - 1);
     CheckCreated(next, sut, next.buffers.back(), buffer.get());
@@ -226,7 +279,8 @@ struct Allocate : Cmd {
                        : kind == Kind::kImported ? "ImportHostAllocation"
                                                  : "QueueAlloca";
     os << "b = " << what << "("
-       << (kind == Kind::kImported ? "HOST_LOCAL|HOST_COHERENT" : kTypes[type].name)
+       << (kind == Kind::kImported ? "HOST_LOCAL|HOST_COHERENT"
+                                   : kTypes[type].name)
        << ", " << size << " bytes, min_alignment=" << alignment
        << (gated ? ", wait={gate>=next}" : "") << ")";
   }
@@ -266,7 +320,8 @@ struct Dealloca : Cmd {
     if (!Allowed(b)) {
       Status st = sut.device->QueueDealloca(kQueueAffinityAny, {}, {}, buf);
       if (st.code() != StatusCode::kFailedPrecondition) {
-        RC_FAIL("double dealloca should be FAILED_PRECONDITION: " + st.ToString());
+        RC_FAIL("double dealloca should be FAILED_PRECONDITION: " +
+                st.ToString());
       }
       return;
     }
@@ -275,9 +330,11 @@ struct Dealloca : Cmd {
     StatusOr<uint64_t> g = sut.gate->Query();
     RC_ASSERT(g.ok());
     waits.push_back({sut.gate.get(), *g + (gated ? 1 : 0)});
-    Ref<Semaphore> done = sut.device->CreateSemaphore(0).value();
+    Ref<Semaphore> done =
+        ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
     SemaphorePoint signal{done.get(), 1};
-    Status st = sut.device->QueueDealloca(kQueueAffinityAny, waits, {&signal, 1}, buf);
+    Status st =
+        sut.device->QueueDealloca(kQueueAffinityAny, waits, {&signal, 1}, buf);
     if (!st.ok()) RC_FAIL("QueueDealloca: " + st.ToString());
     sut.last_op[buffer] = done;
     SettleBuffer(nextState(m), sut, buffer);
@@ -316,7 +373,7 @@ struct Gate : Cmd {
     if (fail) {
       sut.gate->Fail(Status(StatusCode::kAborted, "gate failed by the test"));
     } else {
-      uint64_t g = sut.gate->Query().value();
+      uint64_t g = ValueOrFail(sut.gate->Query(), "gate->Query");
       RC_ASSERT(sut.gate->Signal(g + 1).ok());
     }
     for (size_t i = 0; i < m.buffers.size(); ++i) {
@@ -324,15 +381,18 @@ struct Gate : Cmd {
       Status st = sut.last_op[i]->Wait(1, Timeout::After(kSettleTimeout));
       if (fail) {
         if (st.code() != StatusCode::kAborted) {
-          RC_FAIL("b" + std::to_string(i) + ": ops behind a failed gate should "
-                  "fail with ABORTED: " + st.ToString());
+          RC_FAIL("b" + std::to_string(i) +
+                  ": ops behind a failed gate should "
+                  "fail with ABORTED: " +
+                  st.ToString());
         }
         sut.last_op[i] = nullptr;  // failed: later ops must not wait on it
       } else if (!st.ok()) {
         RC_FAIL("b" + std::to_string(i) + ": " + st.ToString());
       }
     }
-    if (fail) sut.gate = sut.device->CreateSemaphore(0).value();
+    if (fail)
+      sut.gate = ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
     Model next = nextState(m);
     for (size_t i = 0; i < next.buffers.size(); ++i) {
       const BufModel& b = next.buffers[i];
@@ -379,7 +439,8 @@ struct HostAccess : Cmd {
     if (b.state == State::kDeallocaQueued || b.state == State::kFreed) {
       return StatusCode::kFailedPrecondition;
     }
-    if (offset > b.size || length > b.size - offset) return StatusCode::kOutOfRange;
+    if (offset > b.size || length > b.size - offset)
+      return StatusCode::kOutOfRange;
     if (b.state == State::kReserved) return StatusCode::kFailedPrecondition;
     return StatusCode::kOk;
   }
@@ -394,7 +455,8 @@ struct HostAccess : Cmd {
     const BufModel& b = m.buffers[buffer];
     SettleBuffer(m, sut, buffer);
     std::vector<uint8_t> data(length);
-    for (DeviceSize i = 0; i < length; ++i) data[i] = static_cast<uint8_t>(seed + i);
+    for (DeviceSize i = 0; i < length; ++i)
+      data[i] = static_cast<uint8_t>(seed + i);
     Buffer* buf = sut.buffers[buffer].get();
     Status st = write ? buf->MapWrite(offset, data.data(), length)
                       : buf->MapRead(offset, data.data(), length);
@@ -407,9 +469,9 @@ struct HostAccess : Cmd {
     for (DeviceSize i = 0; i < length; ++i) {
       int want = b.bytes[offset + i];
       if (want >= 0 && data[i] != want) {
-        RC_FAIL("b" + std::to_string(buffer) + "[" + std::to_string(offset + i) +
-                "] is " + std::to_string(data[i]) + ", written as " +
-                std::to_string(want));
+        RC_FAIL("b" + std::to_string(buffer) + "[" +
+                std::to_string(offset + i) + "] is " + std::to_string(data[i]) +
+                ", written as " + std::to_string(want));
       }
     }
   }
@@ -435,8 +497,8 @@ struct UseAfterDealloca : Cmd {
   void run(const Model& m, Sut& sut) const override {
     uint8_t zero = 0;
     Status st = sut.device->QueueFill(kQueueAffinityAny, {}, {},
-                                      sut.buffers[buffer].get(), 0, kWholeBuffer,
-                                      &zero, 1);
+                                      sut.buffers[buffer].get(), 0,
+                                      kWholeBuffer, &zero, 1);
     RC_ASSERT(st.code() == StatusCode::kFailedPrecondition);
   }
   void show(std::ostream& os) const override {
@@ -469,10 +531,10 @@ struct Free : Cmd {
       auto deadline = std::chrono::steady_clock::now() + kSettleTimeout;
       while (sut.releases[buffer]->load() == 0 &&
              std::chrono::steady_clock::now() < deadline) {
-        sut.pump->Wait(1, Timeout::After(std::chrono::microseconds(200))).IgnoreError();
+        sut.pump->Wait(1, Timeout::After(std::chrono::microseconds(200)))
+            .IgnoreError();
       }
       RC_ASSERT(sut.releases[buffer]->load() == 1);
-      std::free(sut.host_memory[buffer]);
       sut.host_memory[buffer] = nullptr;
     }
   }
@@ -504,11 +566,13 @@ struct Stats : Cmd {
              got.imports == want.imports;
     };
     while (!same() && std::chrono::steady_clock::now() < deadline) {
-      sut.pump->Wait(1, Timeout::After(std::chrono::microseconds(200))).IgnoreError();
+      sut.pump->Wait(1, Timeout::After(std::chrono::microseconds(200)))
+          .IgnoreError();
     }
     if (!same()) {
-      RC_FAIL("statistics: device " + std::to_string(got.device_bytes_allocated) +
-              " host " + std::to_string(got.host_bytes_allocated) + " live " +
+      RC_FAIL("statistics: device " +
+              std::to_string(got.device_bytes_allocated) + " host " +
+              std::to_string(got.host_bytes_allocated) + " live " +
               std::to_string(got.live_allocations) + " imports " +
               std::to_string(got.imports) + "; the model says device " +
               std::to_string(want.device_bytes_allocated) + " host " +
@@ -532,12 +596,12 @@ struct Stats : Cmd {
 int main() {
   using namespace hal;
   using namespace hal::prop;
-  return RunProperty("allocation", [](uint32_t sim_seed) {
+  int rc = RunProperty("allocation", [](uint32_t sim_seed) {
     std::string uri = CaseDeviceUri(sim_seed);
     Sut sut;
     sut.device = CreateCaseDevice(uri);
-    sut.gate = sut.device->CreateSemaphore(0).value();
-    sut.pump = sut.device->CreateSemaphore(0).value();
+    sut.gate = ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
+    sut.pump = ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
     Model initial;
     initial.base = sut.device->allocator()->statistics();
     const auto commands = *rc::state::gen::commands(
@@ -556,7 +620,12 @@ int main() {
     for (size_t i = 0; i < sut.releases.size(); ++i) {
       if (final_model.buffers[i].kind != Kind::kImported) continue;
       RC_ASSERT(sut.releases[i]->load() == 1);
-      std::free(sut.host_memory[i]);
     }
   });
+  // Every case, failed ones included, frees its host memory
+  // (property.allocation.failing_case_cleans_up checks this line).
+  std::printf("allocation: %lld host block(s) not freed\n",
+              static_cast<long long>(g_live_host_blocks.load()));
+  if (g_live_host_blocks.load() != 0) return 1;
+  return rc;
 }

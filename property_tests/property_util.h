@@ -40,6 +40,11 @@ void PrintBanner(const char* property);
 template <typename Property>
 int RunProperty(const char* name, Property&& property);
 
+// The value of `result`, or a failed case (RC_FAIL, which throws) naming
+// `what` and the status: never `.value()` of an error.
+template <typename T>
+T ValueOrFail(StatusOr<T> result, const char* what);
+
 }  // namespace hal::prop
 
 namespace hal {
@@ -54,4 +59,11 @@ int hal::prop::RunProperty(const char* name, Property&& property) {
   PrintBanner(name);
   bool ok = rc::check(name, std::forward<Property>(property));
   return ok ? 0 : 1;
+}
+
+template <typename T>
+T hal::prop::ValueOrFail(StatusOr<T> result, const char* what) {
+  if (!result.ok())
+    RC_FAIL(std::string(what) + ": " + result.status().ToString());
+  return std::move(result).value();
 }

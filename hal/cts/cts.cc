@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hal/uri.h"
+
 namespace hal::cts {
 
 namespace {
@@ -13,6 +15,27 @@ std::vector<Backend>& MutableBackends() {
 Context& MutableContext() {
   static Context* context = new Context();
   return *context;
+}
+RunTraceHash& MutableRunTraceHash() {
+  static RunTraceHash* hash = new RunTraceHash();
+  return *hash;
+}
+void Fnv(uint64_t& h, const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+}
+void FnvU64(uint64_t& h, uint64_t v) {
+  unsigned char bytes[8];
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = static_cast<unsigned char>(v >> (8 * i));
+  Fnv(h, bytes, 8);
+}
+std::string CurrentTestName() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return std::string(info->test_suite_name()) + "." + info->name();
 }
 }  // namespace
 
@@ -32,24 +55,54 @@ const std::vector<Backend>& Backends() { return MutableBackends(); }
 void SetContext(Context context) { MutableContext() = std::move(context); }
 const Context& GetContext() { return MutableContext(); }
 
+uint64_t DeriveTestSeed(uint64_t run_seed, const std::string& test_name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  FnvU64(h, run_seed);
+  Fnv(h, test_name.data(), test_name.size());
+  return h;
+}
+
+std::string TestDeviceUri(const std::string& test_name) {
+  const Context& ctx = GetContext();
+  if (!ctx.backend || ctx.backend->seed_param.empty()) return ctx.uri;
+  auto uri = DeviceUri::Parse(ctx.uri);
+  if (!uri.ok()) return ctx.uri;  // CreateDevice reports it
+  uri->params[ctx.backend->seed_param] =
+      std::to_string(DeriveTestSeed(ctx.seed, test_name));
+  return uri->ToString();
+}
+
+const RunTraceHash& GetRunTraceHash() { return MutableRunTraceHash(); }
+
 void CtsTest::SetUp() {
   const Context& ctx = GetContext();
   ASSERT_NE(ctx.backend, nullptr) << "no CTS backend selected";
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  std::string name = CurrentTestName();
   auto it = ctx.backend->unsupported.find(name);
   if (it != ctx.backend->unsupported.end()) {
     GTEST_SKIP() << "unsupported on " << ctx.backend->name << ": " << it->second;
   }
-  auto device = DefaultDriverRegistry().CreateDevice(ctx.uri);
-  if (!device.ok() && device.status().code() == StatusCode::kUnavailable) {
-    GTEST_SKIP() << "device unavailable: " << device.status().ToString();
-  }
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  // Not a skip, even for UNAVAILABLE: a suite that skips every test on a
+  // missing library passes without testing anything.
+  std::string uri = TestDeviceUri(name);
+  auto device = DefaultDriverRegistry().CreateDevice(uri);
+  ASSERT_TRUE(device.ok()) << "cannot create device " << uri << ": "
+                           << device.status().ToString();
   device_ = std::move(device).value();
 }
 
 void CtsTest::TearDown() {
+  const Context& ctx = GetContext();
+  if (device_ && ctx.backend && ctx.backend->trace_hash) {
+    auto hash = ctx.backend->trace_hash(device_.get());
+    if (hash.ok()) {
+      RunTraceHash& run = MutableRunTraceHash();
+      std::string name = CurrentTestName();
+      Fnv(run.hash, name.data(), name.size());
+      FnvU64(run.hash, *hash);
+      ++run.tests;
+    }
+  }
   // Destroying the device finishes ready work and cancels operations whose
   // waits can no longer be met, so nothing runs into the next test.
   device_.reset();
@@ -117,30 +170,38 @@ Ref<Buffer> CtsTest::NewDeviceBuffer(DeviceSize size) {
 
 std::vector<uint8_t> CtsTest::ReadBack(Buffer* buffer, DeviceSize offset,
                                        DeviceSize length) {
+  // Callers index the result (got[i]); returning fewer bytes than asked
+  // would be undefined behaviour there, so every failure throws.
+  auto fail = [](const std::string& what) {
+    throw CtsHelperError("ReadBack: " + what);
+  };
+  if (!buffer) fail("null buffer");
   DeviceSize n = 0;
   if (!ResolveRange(buffer->byte_length(), offset, length, &n)) {
-    ADD_FAILURE() << "ReadBack range out of bounds";
-    return {};
+    fail("range [" + std::to_string(offset) + ", +" + std::to_string(length) +
+         ") is out of bounds of " + std::to_string(buffer->byte_length()) +
+         " bytes");
   }
   std::vector<uint8_t> out(n);
   if (n == 0) return out;
   if (AllOf(buffer->memory_type(), MemoryType::kHostVisible) &&
       AllOf(buffer->allowed_usage(), BufferUsage::kMappingScoped)) {
     Status s = buffer->MapRead(offset, out.data(), n);
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) fail("MapRead: " + s.ToString());
     return out;
   }
-  Ref<Buffer> staging = NewHostBuffer(n);
-  Ref<Semaphore> done = NewSemaphore(0);
-  if (!staging || !done) return {};
-  SemaphorePoint signal{done.get(), 1};
+  auto staging = allocator()->AllocateBuffer(HostParams(), n);
+  if (!staging.ok()) fail("staging buffer: " + staging.status().ToString());
+  auto done = device_->CreateSemaphore(0);
+  if (!done.ok()) fail("semaphore: " + done.status().ToString());
+  SemaphorePoint signal{done->get(), 1};
   Status s = device_->QueueCopy(1, {}, {&signal, 1}, buffer, offset,
-                                staging.get(), 0, n);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  s = WaitFor(done.get(), 1);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  s = staging->MapRead(0, out.data(), n);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+                                staging->get(), 0, n);
+  if (!s.ok()) fail("QueueCopy: " + s.ToString());
+  s = WaitFor(done->get(), 1);
+  if (!s.ok()) fail("waiting for the copy: " + s.ToString());
+  s = (*staging)->MapRead(0, out.data(), n);
+  if (!s.ok()) fail("MapRead of the staging buffer: " + s.ToString());
   return out;
 }
 

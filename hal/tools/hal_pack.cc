@@ -13,8 +13,17 @@
 //   [shared=B]
 //
 // The written file is parsed back with hal::ParseExecutable, so hal-pack
-// never writes a file the loader would reject. Exit status: 0 on success, 1
-// on any error (printed to stderr).
+// never writes a file the loader would reject. A regular output file is
+// written to OUTPUT.tmp and renamed over OUTPUT (readers never see half a
+// file); an output that exists and is not a regular file (/dev/stdout, a
+// FIFO, a device) is opened and written in place, never replaced. Exit
+// status: 0 on success, 1 on any error, 2 for bad arguments (printed to
+// stderr); `hal-pack --help` prints the options.
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +36,42 @@
 #include "hal/executable.h"
 
 namespace {
+
+constexpr char kHelp[] =
+    R"(usage: hal-pack --format=FORMAT --manifest=FILE --output=FILE
+                [--isa=NAME] [--specialization-constants=N] MODULE...
+
+Writes an executable file (hal/executable.h) from a manifest and compiled
+modules, and verifies it by parsing it back.
+
+  --format=FORMAT     sim, cuda-ptx, hip-hsaco, amdgpu-code-object,
+                      level-zero-spirv or metal-msl (required)
+  --manifest=FILE     one export per line (required):
+                        export NAME module=N workgroup=X,Y,Z constants=N
+                               bindings=r,w,... [shared=B]
+                      (bindings=- for none; '#' starts a comment)
+  --output=FILE       where to write (required). A regular file (or a new
+                      one) is written to FILE.tmp and renamed over FILE; an
+                      existing non-regular file (/dev/stdout, a FIFO, a
+                      device) is written in place and never replaced.
+  --isa=NAME          the target ISA; required for amdgpu-code-object
+                      (default: none)
+  --specialization-constants=N
+                      specialization constants of the executable (default: 0)
+  MODULE...           the compiled modules in ordinal order (required)
+  --help, -h          this text
+
+Exit status: 0 written; 1 an error reading, verifying or writing; 2 bad
+arguments.
+)";
+
+// A usage error (exit status 2), as opposed to a failure to pack (1).
+bool g_usage_error = false;
+
+hal::Status UsageError(hal::Status s) {
+  g_usage_error = true;
+  return s;
+}
 
 using hal::BindingFlags;
 using hal::ExecutableData;
@@ -139,6 +184,9 @@ StatusOr<std::vector<FunctionInfo>> ParseManifest(const std::string& path) {
   return functions;
 }
 
+Status WriteOutput(const std::string& output,
+                   const std::vector<uint8_t>& bytes);
+
 Status Run(int argc, char** argv) {
   std::string format_name, manifest, output, isa;
   uint32_t specialization_constants = 0;
@@ -161,24 +209,27 @@ Status Run(int argc, char** argv) {
       HAL_ASSIGN_OR_RETURN(specialization_constants,
                            ParseU32(v, "--specialization-constants"));
     } else if (arg.rfind("--", 0) == 0) {
-      return hal::InvalidArgumentError("unknown flag '%s'", arg.c_str());
+      return UsageError(hal::InvalidArgumentError(
+          "unknown flag '%s' (hal-pack --help lists them)", arg.c_str()));
     } else {
       modules.push_back(arg);
     }
   }
   if (format_name.empty() || manifest.empty() || output.empty() ||
       modules.empty()) {
-    return hal::InvalidArgumentError(
+    return UsageError(hal::InvalidArgumentError(
         "usage: hal-pack --format=FORMAT --manifest=FILE --output=FILE "
-        "[--isa=NAME] [--specialization-constants=N] MODULE...");
+        "[--isa=NAME] [--specialization-constants=N] MODULE... (--help)"));
   }
   ExecutableData data;
-  HAL_ASSIGN_OR_RETURN(data.format,
-                       hal::ParseExecutableFormatName(format_name));
+  auto format = hal::ParseExecutableFormatName(format_name);
+  if (!format.ok()) return UsageError(format.status());
+  data.format = *format;
   data.specialization_constant_count = specialization_constants;
   HAL_ASSIGN_OR_RETURN(data.functions, ParseManifest(manifest));
   if (data.format == hal::ExecutableFormat::kAmdgpuCodeObject && isa.empty()) {
-    return hal::InvalidArgumentError("amdgpu-code-object needs --isa=");
+    return UsageError(
+        hal::InvalidArgumentError("amdgpu-code-object needs --isa="));
   }
   for (const std::string& path : modules) {
     hal::ExecutableModule m;
@@ -197,16 +248,62 @@ Status Run(int argc, char** argv) {
   if (!parsed.ok())
     return parsed.status().Annotate("the packed file does not verify");
 
+  return WriteOutput(output, bytes);
+}
+
+// Writes all of `bytes` to `fd`.
+Status WriteAll(int fd, const std::vector<uint8_t>& bytes,
+                const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return hal::InternalError("writing '%s' failed: %s", path.c_str(),
+                                n < 0 ? std::strerror(errno) : "no progress");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return hal::OkStatus();
+}
+
+Status WriteOutput(const std::string& output,
+                   const std::vector<uint8_t>& bytes) {
+  struct stat st;
+  if (stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // Renaming a temporary file over /dev/null (or a FIFO, or a device)
+    // would replace the special file itself; write into it instead.
+    if (S_ISDIR(st.st_mode)) {
+      return hal::InvalidArgumentError("--output '%s' is a directory",
+                                       output.c_str());
+    }
+    int fd = open(output.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return hal::InternalError("opening '%s' failed: %s", output.c_str(),
+                                std::strerror(errno));
+    }
+    Status s = WriteAll(fd, bytes, output);
+    if (close(fd) != 0 && s.ok()) {
+      s = hal::InternalError("closing '%s' failed: %s", output.c_str(),
+                             std::strerror(errno));
+    }
+    return s;
+  }
   std::string tmp = output + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
-    if (!out) return hal::InternalError("writing '%s' failed", tmp.c_str());
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return hal::InternalError("writing '%s' failed", tmp.c_str());
+    }
   }
   if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    return hal::InternalError("renaming '%s' to '%s' failed", tmp.c_str(),
-                              output.c_str());
+    std::remove(tmp.c_str());
+    return hal::InternalError("renaming '%s' to '%s' failed: %s", tmp.c_str(),
+                              output.c_str(), std::strerror(errno));
   }
   return hal::OkStatus();
 }
@@ -214,10 +311,17 @@ Status Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+  }
   Status s = Run(argc, argv);
   if (!s.ok()) {
     std::fprintf(stderr, "hal-pack: %s\n", s.ToString().c_str());
-    return 1;
+    return g_usage_error ? 2 : 1;
   }
   return 0;
 }

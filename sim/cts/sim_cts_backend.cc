@@ -1,5 +1,6 @@
 // Opts the simulator into the conformance suite.
 #include "hal/cts/cts.h"
+#include "sim/sim_device.h"
 
 namespace hal::cts {
 
@@ -10,6 +11,8 @@ void RegisterSimCtsBackend() {
   b.tags = {kTagFiles,     kTagImport,     kTagAlloca,
             kTagHostCall,  kTagMultiQueue, kTagDeviceOnlyMemory,
             kTagDispatch,  kTagDispatchBoundsChecks};
+  b.seed_param = "seed";
+  b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
   RegisterBackend(std::move(b));
 }
 

@@ -1,6 +1,11 @@
 // Opts the CUDA driver into the conformance suite. Without a libcuda (real,
 // or the CUDA API simulator through HAL_CUDA_LIBRARY) device creation is
-// UNAVAILABLE and every test skips.
+// UNAVAILABLE: hal-check says so in one line and exits 3.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+
 #include "hal/cts/cts.h"
 
 namespace hal::cts {
@@ -15,6 +20,21 @@ void RegisterCudaCtsBackend() {
   // undefined (the CUDA API simulator only bounds them by the allocation,
   // and reports CUDA_ERROR_ILLEGAL_ADDRESS past it), and no read-only
   // binding is enforced by CUDA.
+  // Through the CUDA API simulator (HAL_CUDA_LIBRARY): its trace hash, for
+  // hal-check's run trace hash. It covers the whole process so far, which is
+  // as deterministic as the schedule (docs/drivers/cuda.md).
+  b.trace_hash = [](Device*) -> StatusOr<uint64_t> {
+    const char* path = std::getenv("HAL_CUDA_LIBRARY");
+    void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    if (!lib) return UnavailableError("not the CUDA API simulator");
+    auto* hash =
+        reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_trace_hash"));
+    StatusOr<uint64_t> result =
+        hash ? StatusOr<uint64_t>(hash())
+             : UnavailableError("not the CUDA API simulator");
+    dlclose(lib);
+    return result;
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -1,0 +1,42 @@
+# Runs a command and checks its exit status and output (stdout + stderr).
+# Used by the unit.tools.* tests (hal/tools/CMakeLists.txt):
+#   cmake -DCMD=prog@@arg... [-DENV=NAME=VALUE@@...] -DRC=N
+#         [-DMATCH=regex@@...] [-DNOMATCH=regex@@...] [-DMAX_LINES=N]
+#         -P expect_run.cmake
+# Lists are separated by "@@" (values hold ';', '&' and '|').
+foreach(var CMD RC)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "expect_run.cmake needs -D${var}=...")
+  endif()
+endforeach()
+foreach(var CMD ENV MATCH NOMATCH)
+  string(REPLACE "@@" ";" ${var} "${${var}}")
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${CMD}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+set(problems "")
+if(NOT "${rc}" STREQUAL "${RC}")
+  string(APPEND problems "exit status ${rc}, want ${RC}\n")
+endif()
+foreach(re IN LISTS MATCH)
+  if(NOT all MATCHES "${re}")
+    string(APPEND problems "output does not match '${re}'\n")
+  endif()
+endforeach()
+foreach(re IN LISTS NOMATCH)
+  if(all MATCHES "${re}")
+    string(APPEND problems "output matches '${re}'\n")
+  endif()
+endforeach()
+if(DEFINED MAX_LINES)
+  string(REGEX MATCHALL "\n" newlines "${all}")
+  list(LENGTH newlines lines)
+  if(lines GREATER MAX_LINES)
+    string(APPEND problems "${lines} lines of output, want at most ${MAX_LINES}\n")
+  endif()
+endif()
+if(problems)
+  message(FATAL_ERROR "${problems}--- stdout:\n${out}--- stderr:\n${err}")
+endif()
+message(STATUS "ok (exit ${rc}):\n${out}${err}")
