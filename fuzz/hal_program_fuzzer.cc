@@ -62,18 +62,6 @@ constexpr StatusCode kInjected[] = {
     StatusCode::kCancelled, StatusCode::kPermissionDenied};
 // Validation codes of queue operations and recording (hal/device.h,
 // hal/command_buffer.h, docs/architecture.md "Error codes").
-// Known bugs the generator steers around until their fixes land (issue 11);
-// HAL_FUZZ_KNOWN_BUGS=1 lifts the constraints, to check a fix:
-//  * item 7: the threaded simulator's in-flight count underflows after a
-//    device loss (WaitIdle: "18446744073709551615 operation(s) still in
-//    flight"); no lose_device_at with mode=threaded.
-bool AvoidKnownBugs() {
-  static const bool avoid = [] {
-    const char* env = std::getenv("HAL_FUZZ_KNOWN_BUGS");
-    return !(env && *env == '1');
-  }();
-  return avoid;
-}
 
 constexpr Codes kQueueCodes = {StatusCode::kInvalidArgument,
                                StatusCode::kOutOfRange,
@@ -149,13 +137,8 @@ struct Op {
 
 class Program {
  public:
-  Program(Ref<Device> device, const std::string& device_uri, bool is_sim,
-          bool is_cuda)
-      : device_(std::move(device)), is_sim_(is_sim), is_cuda_(is_cuda) {
-    StatusOr<DeviceUri> uri = DeviceUri::Parse(device_uri);
-    sim_threaded_ = is_sim_ && uri.ok() && uri->has_param("mode") &&
-                    uri->params.at("mode") == "threaded";
-  }
+  Program(Ref<Device> device, bool is_sim, bool is_cuda)
+      : device_(std::move(device)), is_sim_(is_sim), is_cuda_(is_cuda) {}
 
   // `data` is a sequence of kRecordSize-byte records, one op each (an op
   // reads its arguments from its record only, zeros past its end).
@@ -1030,7 +1013,7 @@ class Program {
       plan.fail_op = in_->Below(6);
       plan.op_fail_ppm = kPpm[in_->Below(std::size(kPpm))];
       plan.slow_ppm = kPpm[in_->Below(std::size(kPpm))];
-      if (in_->Below(4) == 3 && !(AvoidKnownBugs() && sim_threaded_)) {
+      if (in_->Below(4) == 3) {
         StatusOr<uint64_t> now = sim::SimVirtualTimeNs(device_.get());
         plan.lose_device_at = (now.ok() ? *now : 0) + 1 + in_->U8() * 1000ull;
       }
@@ -1190,7 +1173,6 @@ class Program {
   FuzzInput* in_ = nullptr;
   Ref<Device> device_;
   bool is_sim_, is_cuda_;
-  bool sim_threaded_ = false;
   // HAL_FUZZ_VERBOSE=1: print each op and status (to see what an input does).
   bool verbose_ = std::getenv("HAL_FUZZ_VERBOSE") != nullptr;
   bool sim_faults_ = false;
@@ -1230,7 +1212,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   size_t skip = std::min<size_t>(size, 2);
-  Program(std::move(device).value(), uri, is_sim, is_cuda)
+  Program(std::move(device).value(), is_sim, is_cuda)
       .Run(data + skip, size - skip, fail_all_at_end);
   return 0;
 }

@@ -15,9 +15,10 @@ namespace hal::sim {
 void FinishSimOp(SimOp& op, const Status& status) {
   for (auto& [sem, value] : op.signals) {
     if (status.ok()) {
-      // A value at or below the payload was reached already; nothing waits
-      // on it any more, so a rejected signal is harmless here.
-      sem->Signal(value).IgnoreError();
+      // A signal overtaken since submission (the payload already at or past
+      // the value) fails the semaphore, as on every driver (hal/device.h).
+      Status signalled = sem->Signal(value);
+      if (!signalled.ok()) sem->Fail(signalled);
     } else {
       sem->Fail(status);
     }
