@@ -46,8 +46,10 @@ typedef unsigned int uint;
 /* What a kernel call reads from the state once, before its first workgroup.
  * The fast check of every access is one compare against one local, `lim`:
  * the smallest element count (binding length / 4) of the kernel's bindings,
- * 0 if one of them is missing or not 4-byte aligned. An index below `lim`
- * is in bounds of every binding; a store also needs `w[b]` (not read-only),
+ * 0 if one of them is missing or not 4-byte aligned. An index below it is
+ * in bounds of every binding. (Where the loop knows that the global id is
+ * below `lim`, an access at the global id needs no compare at all: see
+ * HAL_FLAT_CASE_.) A store also needs `w[b]` (not read-only),
  * a per-call constant that the compiler hoists out of the loop (-O3 unswitch-
  * ing), so a load and a store at the same index share one compare. Anything
  * else goes to the slow path, which repeats the full checks in their old
@@ -160,18 +162,23 @@ HAL_COLD uint hal_atomic_add_slow(hal_sim_dispatch_state* s, uint32_t b,
   return p ? __atomic_fetch_add(p, v, __ATOMIC_RELAXED) : 0;
 }
 
-#define HAL_FAST_(k, arr, b, i) \
-  __builtin_expect((uint32_t)(b) < 4u && (k)->arr[(b) & 3] && (i) < (k)->lim, 1)
+/* gok: the caller's loop guarantees that index g is below lim (a
+ * compile-time 0 or 1), so `i == g` needs no further check. */
+#define HAL_FAST_(k, arr, b, i)                                  \
+  __builtin_expect((uint32_t)(b) < 4u && (k)->arr[(b) & 3] &&      \
+                       ((gok && (i) == g) || (i) < (k)->lim),      \
+                   1)
 
 HAL_INLINE uint hal_load(const hal_locals* k, hal_sim_dispatch_state* s,
-                         uint32_t b, uint64_t i, uint64_t g, uint32_t wsx,
-                         uint32_t ly, uint32_t lz) {
+                         uint32_t b, uint64_t i, uint64_t g, uint32_t gok,
+                         uint32_t wsx, uint32_t ly, uint32_t lz) {
   if (HAL_FAST_(k, rd, b, i)) return k->p[b & 3][i];
   return hal_load_slow(s, b, i, g, wsx, ly, lz, k->wg[1], k->wg[2]);
 }
 HAL_INLINE void hal_store(const hal_locals* k, hal_sim_dispatch_state* s,
                           uint32_t b, uint64_t i, uint v, uint64_t g,
-                          uint32_t wsx, uint32_t ly, uint32_t lz) {
+                          uint32_t gok, uint32_t wsx, uint32_t ly,
+                          uint32_t lz) {
   if (HAL_FAST_(k, w, b, i))
     k->p[b & 3][i] = v;
   else
@@ -179,7 +186,8 @@ HAL_INLINE void hal_store(const hal_locals* k, hal_sim_dispatch_state* s,
 }
 HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
                                uint32_t b, uint64_t i, uint v, uint64_t g,
-                               uint32_t wsx, uint32_t ly, uint32_t lz) {
+                               uint32_t gok, uint32_t wsx, uint32_t ly,
+                               uint32_t lz) {
   if (HAL_FAST_(k, w, b, i))
     return __atomic_fetch_add(&k->p[b & 3][i], v, __ATOMIC_RELAXED);
   return hal_atomic_add_slow(s, b, i, v, g, wsx, ly, lz, k->wg[1], k->wg[2]);
@@ -187,15 +195,15 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 
 /* Index arguments convert to uint64 first, so a negative int is a huge
  * (out-of-bounds) index rather than a wrapped small one. */
-#define HAL_LOAD(b, i)                                                     \
-  hal_load(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), hal_g, hal_wsx, hal_ly, \
-           hal_lz)
-#define HAL_STORE(b, i, v)                                                 \
-  hal_store(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g, hal_wsx, \
-            hal_ly, hal_lz)
-#define HAL_ATOMIC_ADD(b, i, v)                                            \
-  hal_atomic_add(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g,    \
-                 hal_wsx, hal_ly, hal_lz)
+#define HAL_LOAD(b, i)                                                   \
+  hal_load(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), hal_g, hal_gok,       \
+           hal_wsx, hal_ly, hal_lz)
+#define HAL_STORE(b, i, v)                                                \
+  hal_store(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g, hal_gok, \
+            hal_wsx, hal_ly, hal_lz)
+#define HAL_ATOMIC_ADD(b, i, v)                                           \
+  hal_atomic_add(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g,   \
+                 hal_gok, hal_wsx, hal_ly, hal_lz)
 #define HAL_CONSTANT(c) (hal_k->cst[(c) & 3])
 /* An invocation is (hal_g, hal_ly, hal_lz, wg[1], wg[2]) where hal_g =
  * workgroup x id * workgroup size x + local x id, exactly (uint64): the x
@@ -219,8 +227,12 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
     k2.w[1] = ((m) >> 1) & 1;                                         \
     k2.w[2] = ((m) >> 2) & 1;                                         \
     k2.w[3] = ((m) >> 3) & 1;                                         \
-    for (uint32_t g = x0 * (uint32_t)(wx); g < (uint32_t)g1; ++g)     \
-      name##__body(&k2, hal_s, g, 0, 0);                              \
+    uint32_t g = x0 * (uint32_t)(wx);                                 \
+    /* Global ids below ghi are below lim: there, an access at the    \
+     * global id is in bounds of every binding without a compare. */  \
+    const uint32_t ghi = (uint32_t)(k2.lim < g1 ? k2.lim : g1);       \
+    for (; g < ghi; ++g) name##__body(&k2, hal_s, g, 1, 0, 0);        \
+    for (; g < (uint32_t)g1; ++g) name##__body(&k2, hal_s, g, 0, 0, 0); \
     break;                                                            \
   }
 
@@ -235,7 +247,8 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 #define HAL_KERNEL(name, nb, nc, wx, wy, wz)                                  \
   HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
                                hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
-                               uint32_t hal_ly, uint32_t hal_lz);             \
+                               uint32_t hal_gok, uint32_t hal_ly,             \
+                               uint32_t hal_lz);                              \
   HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {              \
       HAL_SIM_KERNEL_ABI_VERSION, nb, nc, {wx, wy, wz}};                      \
   HAL_EXPORT void name(hal_sim_dispatch_state* hal_s) {                       \
@@ -274,14 +287,14 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
           }                                                                   \
         } else {                                                              \
           for (uint64_t g = (uint64_t)x0 * (wx); g < g1; ++g)                 \
-            name##__body(&k, hal_s, g, 0, 0);                                 \
+            name##__body(&k, hal_s, g, 0, 0, 0);                              \
         }                                                                     \
       } else {                                                                \
         for (uint32_t gx = x0; gx < x1; ++gx)                                 \
           for (uint32_t z = 0; z < (wz); ++z)                                 \
             for (uint32_t y = 0; y < (wy); ++y)                               \
               for (uint32_t x = 0; x < (wx); ++x)                             \
-                name##__body(&k, hal_s, (uint64_t)gx * (wx) + x, y, z);       \
+                name##__body(&k, hal_s, (uint64_t)gx * (wx) + x, 0, y, z);    \
       }                                                                       \
       w += run;                                                               \
       if (w >= end) break;                                                    \
@@ -294,10 +307,11 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
   }                                                                           \
   HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
                                hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
-                               uint32_t hal_ly, uint32_t hal_lz) {            \
+                               uint32_t hal_gok, uint32_t hal_ly,             \
+                               uint32_t hal_lz) {                             \
     const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);                \
     (void)hal_wsx; (void)hal_wsy; (void)hal_wsz; (void)hal_k; (void)hal_s;    \
-    (void)hal_g;
+    (void)hal_g; (void)hal_gok;
 #define HAL_KERNEL_END }
 
 /* ------------------------------------------------------------------------ */
