@@ -158,6 +158,24 @@ TEST(SimKernelAbi, FirstOutOfBoundsStoreIsReportedWithWorkgroupAndInvocation) {
   EXPECT_EQ(c2.state.fault_local_id[0], 0u);
 }
 
+// Global x ids past 2^32 (a grid only the CUDA simulator can launch): the
+// flat loop's 64-bit path; HAL_GLOBAL_ID_X wraps as uint arithmetic does.
+TEST(SimKernelAbi, GlobalIdsPast32BitsWrapAsBefore) {
+  const uint32_t count[3] = {67108865, 1, 1};  // 64 * count > 2^32
+  U32s in(64), out(64, 0);
+  for (uint32_t i = 0; i < 64; ++i) in[i] = 10 * i;
+  Call c({&in, &out}, {HAL_SIM_BINDING_READ_ONLY, 0}, {64}, count, kFlat,
+         67108863, 67108865);
+  c.Run(abi_copy_plus);
+  // Workgroup 67108863 has global ids 2^32 - 64 .. 2^32 - 1: out of bounds.
+  EXPECT_EQ(c.state.fault, HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS);
+  EXPECT_EQ(c.state.fault_offset, (uint64_t{0xFFFFFFFFu} - 63) * 4);
+  EXPECT_EQ(c.state.fault_workgroup_id[0], 67108863u);
+  EXPECT_EQ(c.state.fault_local_id[0], 0u);
+  // Workgroup 67108864 wraps to global ids 0 .. 63.
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(out[i], 10 * i + 1) << i;
+}
+
 TEST(SimKernelAbi, FirstReadOutOfBoundsIsReportedAndReadsZero) {
   const uint32_t count[3] = {1, 1, 1};
   U32s in(20, 9), out(64, 0);
