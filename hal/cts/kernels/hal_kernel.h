@@ -40,6 +40,20 @@
 typedef unsigned int uint;
 
 #define HAL_EXPORT __attribute__((visibility("default")))
+/* On x86-64 every kernel entry is built twice, for AVX-512F and for
+ * baseline x86-64, and the loader picks one for the host (an IFUNC; its
+ * resolver needs libgcc, so the module links it: see CMakeLists.txt).
+ * AVX-512's masked loads and stores let the compiler vectorize an invocation
+ * loop whose accesses need no bounds compare (below) despite the kernel's
+ * own `if (i < n)`; the checks and faults are the same in both. Not AVX2:
+ * its masked stores (vpmaskmovd) are microcoded on AMD hosts, and the copy
+ * kernel ran 2.5x slower than the scalar entry there. Define
+ * HAL_KERNEL_NO_CLONES to build one baseline entry. */
+#if defined(__x86_64__) && !defined(HAL_KERNEL_NO_CLONES)
+#define HAL_ENTRY_CLONES __attribute__((target_clones("avx512f", "default")))
+#else
+#define HAL_ENTRY_CLONES
+#endif
 #define HAL_INLINE static inline __attribute__((always_inline))
 #define HAL_COLD static __attribute__((noinline, cold))
 
@@ -251,7 +265,7 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
                                uint32_t hal_lz);                              \
   HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {              \
       HAL_SIM_KERNEL_ABI_VERSION, nb, nc, {wx, wy, wz}};                      \
-  HAL_EXPORT void name(hal_sim_dispatch_state* hal_s) {                       \
+  HAL_EXPORT HAL_ENTRY_CLONES void name(hal_sim_dispatch_state* hal_s) {      \
     uint64_t w = hal_s->workgroup_begin;                                      \
     const uint64_t end = hal_s->workgroup_end;                                \
     const uint32_t cx = hal_s->workgroup_count[0];                            \
