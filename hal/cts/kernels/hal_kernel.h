@@ -63,9 +63,10 @@ typedef unsigned int uint;
  * 0 if one of them is missing or not 4-byte aligned. An index below it is
  * in bounds of every binding. (Where the loop knows that the global id is
  * below `lim`, an access at the global id needs no compare at all: see
- * HAL_FLAT_CASE_.) A store also needs `w[b]` (not read-only),
- * a per-call constant that the compiler hoists out of the loop (-O3 unswitch-
- * ing), so a load and a store at the same index share one compare. Anything
+ * HAL_FLAT_CASE_.) A store also needs `w[b]` (not read-only), a per-call
+ * constant that the flat loop turns into a compile-time one (one loop per
+ * writable-binding mask), so a load and a store at the same index share one
+ * compare. Anything
  * else goes to the slow path, which repeats the full checks in their old
  * order and either makes the access (in bounds of a longer binding) or
  * records the fault. `rd[b]` and `w[b]` are 0 for b >= the kernel's binding
