@@ -12,16 +12,18 @@ HAL_KERNEL(hal_bench_copy, 2, 1, 64, 1, 1)
   if (i < HAL_CONSTANT(0)) HAL_STORE(1, i, HAL_LOAD(0, i));
 HAL_KERNEL_END
 
-/* The same workgroup without the macro layer: no bounds, read-only or
- * alignment checks, binding pointers read once. What an unchecked kernel
- * could reach at the simulator's workgroup granularity. */
+/* The same range of workgroups without the macro layer: no bounds,
+ * read-only or alignment checks, binding pointers read once. What an
+ * unchecked kernel could reach with the simulator's kernel ABI. */
 void hal_bench_copy_unchecked(hal_sim_dispatch_state* s) {
   const uint32_t* src = (const uint32_t*)s->binding_data[0];
   uint32_t* dst = (uint32_t*)s->binding_data[1];
   const uint32_t n = s->constants[0];
-  const uint32_t first = s->workgroup_id[0] * 64u;
-  for (uint32_t x = 0; x < 64u; ++x) {
-    uint32_t i = first + x;
-    if (i < n) dst[i] = src[i];
+  for (uint64_t w = s->workgroup_begin; w < s->workgroup_end; ++w) {
+    const uint32_t first = (uint32_t)w * 64u;
+    for (uint32_t x = 0; x < 64u; ++x) {
+      uint32_t i = first + x;
+      if (i < n) dst[i] = src[i];
+    }
   }
 }

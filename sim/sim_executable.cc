@@ -4,12 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,7 +22,8 @@ namespace hal::sim {
 
 // Runs ParallelFor jobs on `workers - 1` helper threads plus the caller.
 // Several queues may run dispatches at once; each job is claimed index by
-// index, so a large job does not starve a small one for long.
+// index (a dispatch's indices are ranges of workgroups), so a large job does
+// not starve a small one for long.
 class SimWorkerPool {
  public:
   explicit SimWorkerPool(int workers) {
@@ -38,14 +39,17 @@ class SimWorkerPool {
     for (auto& t : threads_) t.join();
   }
 
-  // Calls fn(i) for every i in [0, count), then returns.
-  void ParallelFor(uint64_t count, const std::function<void(uint64_t)>& fn) {
+  // Calls fn(ctx, i) for every i in [0, count), then returns. A plain
+  // function pointer: one indirect call per index, no std::function.
+  using Fn = void (*)(void* ctx, uint64_t index);
+  void ParallelFor(uint64_t count, Fn fn, void* ctx) {
     if (threads_.empty() || count <= 1) {
-      for (uint64_t i = 0; i < count; ++i) fn(i);
+      for (uint64_t i = 0; i < count; ++i) fn(ctx, i);
       return;
     }
     auto job = std::make_shared<Job>();
-    job->fn = &fn;
+    job->fn = fn;
+    job->ctx = ctx;
     job->count = count;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -57,9 +61,12 @@ class SimWorkerPool {
     done_cv_.wait(lock, [&] { return job->done.load() == count; });
   }
 
+  int workers() const { return static_cast<int>(threads_.size()) + 1; }
+
  private:
   struct Job {
-    const std::function<void(uint64_t)>* fn = nullptr;
+    Fn fn = nullptr;
+    void* ctx = nullptr;
     uint64_t count = 0;
     std::atomic<uint64_t> next{0};
     std::atomic<uint64_t> done{0};
@@ -68,7 +75,7 @@ class SimWorkerPool {
   void RunJob(Job& job) {
     uint64_t finished = 0;
     for (uint64_t i; (i = job.next.fetch_add(1)) < job.count;) {
-      (*job.fn)(i);
+      job.fn(job.ctx, i);
       ++finished;
     }
     if (finished && job.done.fetch_add(finished) + finished == job.count) {
@@ -279,6 +286,41 @@ const char* FaultName(uint32_t fault) {
   }
 }
 
+// A dispatch split into `ranges` ranges of workgroups for the pool. Each
+// range runs on its own copy of `base`; the fault of the lowest faulting
+// workgroup wins, whichever range and worker found it.
+struct RangeJob {
+  hal_sim_kernel_fn kernel = nullptr;
+  hal_sim_dispatch_state base{};
+  uint64_t total = 0;
+  uint64_t ranges = 0;
+  std::mutex fault_mutex;
+  uint64_t fault_index = ~uint64_t{0};
+  hal_sim_dispatch_state fault{};
+
+  static void Run(void* ctx, uint64_t r) {
+    auto* job = static_cast<RangeJob*>(ctx);
+    hal_sim_dispatch_state s = job->base;
+    // Range r is [r * total / ranges, (r + 1) * total / ranges); total is
+    // at most 65535^3 < 2^48 and ranges is small, so nothing overflows.
+    s.workgroup_begin = r * job->total / job->ranges;
+    s.workgroup_end = (r + 1) * job->total / job->ranges;
+    if (s.workgroup_begin == s.workgroup_end) return;
+    job->kernel(&s);
+    if (s.fault == HAL_SIM_FAULT_NONE) return;
+    uint64_t index =
+        s.fault_workgroup_id[0] +
+        uint64_t{s.workgroup_count[0]} *
+            (s.fault_workgroup_id[1] +
+             uint64_t{s.workgroup_count[1]} * s.fault_workgroup_id[2]);
+    std::lock_guard<std::mutex> lock(job->fault_mutex);
+    if (index < job->fault_index) {
+      job->fault_index = index;
+      job->fault = s;
+    }
+  }
+};
+
 }  // namespace
 
 StatusOr<Ref<ExecutableCache>> CreateSimExecutableCache(int workers) {
@@ -320,15 +362,27 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   }
 
   uint32_t n = f.binding_count;
-  std::vector<uint8_t*> data(n);
-  std::vector<uint64_t> lengths(n);
-  std::vector<uint32_t> flags(n);
+  // On the stack: no allocation per dispatch.
+  uint8_t* data[kMaxDispatchBindings];
+  uint64_t lengths[kMaxDispatchBindings];
+  uint32_t flags[kMaxDispatchBindings];
+  if (n > kMaxDispatchBindings) {
+    return InvalidArgumentError("dispatch of '%s': %u bindings, at most %u",
+                                name, n, kMaxDispatchBindings);
+  }
   for (uint32_t i = 0; i < n; ++i) {
     ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
-    char what[96];
-    std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name, i);
-    HAL_ASSIGN_OR_RETURN(data[i],
-                         SimStorage(r.buffer, r.offset, r.length, what));
+    StatusOr<uint8_t*> p = SimStorage(r.buffer, r.offset, r.length, "");
+    if (!p.ok()) {
+      // Formatted only on failure (SimStorage puts `what` in its message).
+      char what[96];
+      std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name,
+                    i);
+      HAL_ASSIGN_OR_RETURN(data[i],
+                           SimStorage(r.buffer, r.offset, r.length, what));
+    } else {
+      data[i] = *p;
+    }
     lengths[i] = r.length;
     flags[i] = static_cast<uint32_t>(f.binding_flags[i]);
   }
@@ -336,7 +390,11 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   uint64_t total = uint64_t{count[0]} * count[1] * count[2];
   if (total == 0) return OkStatus();
 
-  hal_sim_dispatch_state base{};
+  // One state per range of workgroups, not per workgroup: the kernel runs
+  // the whole range (ABI v2, sim/sim_kernel_abi.h).
+  RangeJob job;
+  job.kernel = exe->kernel(d.entry_point);
+  hal_sim_dispatch_state& base = job.base;
   for (int i = 0; i < 3; ++i) {
     base.workgroup_count[i] = count[i];
     base.workgroup_size[i] = f.workgroup_size[i];
@@ -347,38 +405,36 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
       static_cast<uint32_t>(exe->specialization_constants().size());
   base.specialization_constants = exe->specialization_constants().data();
   base.binding_count = n;
-  base.binding_data = data.data();
-  base.binding_lengths = lengths.data();
-  base.binding_flags = flags.data();
+  base.binding_data = data;
+  base.binding_lengths = lengths;
+  base.binding_flags = flags;
 
-  hal_sim_kernel_fn kernel = exe->kernel(d.entry_point);
-  std::mutex fault_mutex;
-  uint64_t fault_index = ~uint64_t{0};
   hal_sim_dispatch_state fault{};
-  exe->pool()->ParallelFor(total, [&](uint64_t i) {
-    hal_sim_dispatch_state s = base;
-    s.workgroup_id[0] = static_cast<uint32_t>(i % count[0]);
-    s.workgroup_id[1] = static_cast<uint32_t>((i / count[0]) % count[1]);
-    s.workgroup_id[2] =
-        static_cast<uint32_t>(i / (uint64_t{count[0]} * count[1]));
-    kernel(&s);
-    if (s.fault != HAL_SIM_FAULT_NONE) {
-      std::lock_guard<std::mutex> lock(fault_mutex);
-      if (i < fault_index) {
-        fault_index = i;
-        fault = s;
-      }
-    }
-  });
-  if (fault_index == ~uint64_t{0}) return OkStatus();
+  SimWorkerPool* pool = exe->pool();
+  if (pool->workers() == 1) {
+    // The queue's own thread runs every workgroup in one call.
+    fault = base;
+    fault.workgroup_begin = 0;
+    fault.workgroup_end = total;
+    job.kernel(&fault);
+  } else {
+    // Enough ranges per worker to balance uneven workgroups, few enough to
+    // amortize the call and the claim.
+    uint64_t ranges = std::min<uint64_t>(total, uint64_t(pool->workers()) * 8);
+    job.total = total;
+    job.ranges = ranges;
+    pool->ParallelFor(ranges, &RangeJob::Run, &job);
+    fault = job.fault;
+  }
+  if (fault.fault == HAL_SIM_FAULT_NONE) return OkStatus();
 
   char where[160];
   std::snprintf(
       where, sizeof(where),
       "dispatch of '%s': workgroup (%u, %u, %u) invocation (%u, %u, %u)", name,
-      fault.workgroup_id[0], fault.workgroup_id[1], fault.workgroup_id[2],
-      fault.fault_local_id[0], fault.fault_local_id[1],
-      fault.fault_local_id[2]);
+      fault.fault_workgroup_id[0], fault.fault_workgroup_id[1],
+      fault.fault_workgroup_id[2], fault.fault_local_id[0],
+      fault.fault_local_id[1], fault.fault_local_id[2]);
   uint64_t binding_length =
       fault.fault_binding < n ? lengths[fault.fault_binding] : 0;
   std::string detail = std::string(where) + ": " + FaultName(fault.fault);

@@ -6,9 +6,11 @@
 // checks its `__hal_sim_info` against the export table. Only the sim format
 // can be prepared; CanPrepareFormat is false for the others.
 //
-// Workgroups of a dispatch run on a small worker pool owned by the cache
-// (shared by its executables). Results do not depend on how workgroups are
-// spread over workers, as long as kernels do not race (atomics are fine).
+// A dispatch is one kernel call over all its workgroups on one worker, or
+// up to 8 ranges of workgroups per worker on a small worker pool owned by
+// the cache (shared by its executables; kernel ABI v2 runs a range per
+// call). Results do not depend on how workgroups are spread over workers,
+// as long as kernels do not race (atomics are fine).
 // Faults reported by kernels fail the dispatch with the fault of the lowest
 // workgroup, so the message is the same on every run.
 //

@@ -1685,9 +1685,11 @@ CUresult KernelOp(Context* ctx, CUfunction hfunc, unsigned int grid_x,
     for (uint32_t z = 0; z < grid[2]; ++z) {
       for (uint32_t y = 0; y < grid[1]; ++y) {
         for (uint32_t x = 0; x < grid[0]; ++x) {
-          state.workgroup_id[0] = x;
-          state.workgroup_id[1] = y;
-          state.workgroup_id[2] = z;
+          // One block per call (kernel ABI v2 takes a range), so a fault
+          // stops the launch at the faulting block, as before.
+          state.workgroup_begin =
+              x + uint64_t{grid[0]} * (y + uint64_t{grid[1]} * z);
+          state.workgroup_end = state.workgroup_begin + 1;
           f->native(&state);
           if (state.fault != HAL_SIM_FAULT_NONE) {
             std::fprintf(stderr,

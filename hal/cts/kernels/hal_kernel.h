@@ -40,97 +40,293 @@
 typedef unsigned int uint;
 
 #define HAL_EXPORT __attribute__((visibility("default")))
+/* On x86-64 every kernel entry is built twice, for AVX-512F and for
+ * baseline x86-64, and the loader picks one for the host (an IFUNC; its
+ * resolver needs libgcc, so the module links it: see CMakeLists.txt).
+ * AVX-512's masked loads and stores let the compiler vectorize an invocation
+ * loop whose accesses need no bounds compare (below) despite the kernel's
+ * own `if (i < n)`; the checks and faults are the same in both. Not AVX2:
+ * its masked stores (vpmaskmovd) are microcoded on AMD hosts, and the copy
+ * kernel ran 2.5x slower than the scalar entry there. Define
+ * HAL_KERNEL_NO_CLONES to build one baseline entry. */
+#if defined(__x86_64__) && !defined(HAL_KERNEL_NO_CLONES)
+#define HAL_ENTRY_CLONES __attribute__((target_clones("avx512f", "default")))
+#else
+#define HAL_ENTRY_CLONES
+#endif
+#define HAL_INLINE static inline __attribute__((always_inline))
+#define HAL_COLD static __attribute__((noinline, cold))
 
-static inline void hal_fault(hal_sim_dispatch_state* s, uint32_t kind,
-                             uint32_t binding, uint64_t index, uint32_t lx,
-                             uint32_t ly, uint32_t lz) {
-  if (s->fault != HAL_SIM_FAULT_NONE) return; /* the first fault wins */
+/* What a kernel call reads from the state once, before its first workgroup.
+ * The fast check of every access is one compare against one local, `lim`:
+ * the smallest element count (binding length / 4) of the kernel's bindings,
+ * 0 if one of them is missing or not 4-byte aligned. An index below it is
+ * in bounds of every binding. (Where the loop knows that the global id is
+ * below `lim`, an access at the global id needs no compare at all: see
+ * HAL_FLAT_CASE_.) A store also needs `w[b]` (not read-only), a per-call
+ * constant that the flat loop turns into a compile-time one (one loop per
+ * writable-binding mask), so a load and a store at the same index share one
+ * compare. Anything
+ * else goes to the slow path, which repeats the full checks in their old
+ * order and either makes the access (in bounds of a longer binding) or
+ * records the fault. `rd[b]` and `w[b]` are 0 for b >= the kernel's binding
+ * count (compile-time). The locals live in the kernel's own frame and are
+ * never passed to the slow path, so the compiler knows that a store through
+ * a binding cannot change them: nothing is reloaded after a store. */
+typedef struct hal_locals {
+  uint32_t* p[4];
+  uint64_t lim;
+  uint32_t rd[4];
+  uint32_t w[4];
+  uint32_t cst[4];
+  uint32_t wg[3]; /* wg[0] is unused: the x id is derived from hal_g */
+} hal_locals;
+
+/* Unrolled by hand (no loops, no variable indices) so that the compiler
+ * keeps every field in a register. */
+#define HAL_INIT_BINDING_(k, s, nb, b)                                   \
+  do {                                                                   \
+    (k)->p[b] = 0;                                                       \
+    (k)->rd[b] = (k)->w[b] = 0;                                          \
+    if ((b) < (nb)) {                                                    \
+      uint64_t n = 0;                                                    \
+      (k)->rd[b] = 1;                                                    \
+      if ((b) < (s)->binding_count) {                                    \
+        uint8_t* base = (s)->binding_data[b];                            \
+        (k)->p[b] = (uint32_t*)base;                                     \
+        if (((uintptr_t)base & 3) == 0) n = (s)->binding_lengths[b] / 4; \
+        (k)->w[b] =                                                      \
+            !((s)->binding_flags[b] & HAL_SIM_BINDING_READ_ONLY);        \
+      }                                                                  \
+      if (n < (k)->lim) (k)->lim = n;                                    \
+    }                                                                    \
+  } while (0)
+#define HAL_INIT_CONSTANT_(k, s, nc, c) \
+  (k)->cst[c] = (c) < (nc) && (c) < (s)->constant_count ? (s)->constants[c] : 0
+
+HAL_INLINE void hal_locals_init(hal_locals* k, const hal_sim_dispatch_state* s,
+                                uint32_t nb, uint32_t nc) {
+  k->lim = nb ? ~(uint64_t)0 : 0;
+  HAL_INIT_BINDING_(k, s, nb, 0);
+  HAL_INIT_BINDING_(k, s, nb, 1);
+  HAL_INIT_BINDING_(k, s, nb, 2);
+  HAL_INIT_BINDING_(k, s, nb, 3);
+  HAL_INIT_CONSTANT_(k, s, nc, 0);
+  HAL_INIT_CONSTANT_(k, s, nc, 1);
+  HAL_INIT_CONSTANT_(k, s, nc, 2);
+  HAL_INIT_CONSTANT_(k, s, nc, 3);
+}
+
+/* The slow path: the full checks, in this order (the first that fails is
+ * the fault): binding exists, index in bounds, not a store to a read-only
+ * binding, aligned. Records the first fault of the call in the state. */
+HAL_COLD uint32_t* hal_element(hal_sim_dispatch_state* s, uint32_t b,
+                               uint64_t i, int write, uint64_t g,
+                               uint32_t wsx, uint32_t ly, uint32_t lz,
+                               uint32_t wgy, uint32_t wgz) {
+  uint32_t kind = HAL_SIM_FAULT_NONE;
+  uint32_t* p = 0;
+  if (b >= s->binding_count) {
+    kind = HAL_SIM_FAULT_NO_SUCH_BINDING;
+  } else if (i >= s->binding_lengths[b] / 4) {
+    kind = write ? HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS
+                 : HAL_SIM_FAULT_READ_OUT_OF_BOUNDS;
+  } else if (write && (s->binding_flags[b] & HAL_SIM_BINDING_READ_ONLY)) {
+    kind = HAL_SIM_FAULT_WRITE_READ_ONLY;
+  } else {
+    p = (uint32_t*)(s->binding_data[b] + i * 4);
+    if (((uintptr_t)p & 3) != 0) {
+      kind = HAL_SIM_FAULT_MISALIGNED;
+      p = 0;
+    }
+  }
+  if (kind == HAL_SIM_FAULT_NONE || s->fault != HAL_SIM_FAULT_NONE) return p;
+  /* The first fault of the call wins: workgroups run in increasing linear
+   * order, invocations in x, y, z order. */
   s->fault = kind;
-  s->fault_binding = binding;
-  s->fault_offset = index > (~(uint64_t)0) / 4 ? ~(uint64_t)0 : index * 4;
+  s->fault_binding = b;
+  s->fault_offset = i > (~(uint64_t)0) / 4 ? ~(uint64_t)0 : i * 4;
   s->fault_length = 4;
-  s->fault_local_id[0] = lx;
+  s->fault_local_id[0] = (uint32_t)(g % wsx);
   s->fault_local_id[1] = ly;
   s->fault_local_id[2] = lz;
+  s->fault_workgroup_id[0] = (uint32_t)(g / wsx);
+  s->fault_workgroup_id[1] = wgy;
+  s->fault_workgroup_id[2] = wgz;
+  return 0;
 }
 
-/* Returns the element's address, or 0 after recording a fault. */
-static inline uint32_t* hal_element(hal_sim_dispatch_state* s, uint32_t b,
-                                    uint64_t i, int write, uint32_t lx,
-                                    uint32_t ly, uint32_t lz) {
-  if (b >= s->binding_count) {
-    hal_fault(s, HAL_SIM_FAULT_NO_SUCH_BINDING, b, i, lx, ly, lz);
-    return 0;
-  }
-  if (i >= s->binding_lengths[b] / 4) {
-    hal_fault(s,
-              write ? HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS
-                    : HAL_SIM_FAULT_READ_OUT_OF_BOUNDS,
-              b, i, lx, ly, lz);
-    return 0;
-  }
-  if (write && (s->binding_flags[b] & HAL_SIM_BINDING_READ_ONLY)) {
-    hal_fault(s, HAL_SIM_FAULT_WRITE_READ_ONLY, b, i, lx, ly, lz);
-    return 0;
-  }
-  uint32_t* p = (uint32_t*)(s->binding_data[b] + i * 4);
-  if (((uintptr_t)p & 3) != 0) {
-    hal_fault(s, HAL_SIM_FAULT_MISALIGNED, b, i, lx, ly, lz);
-    return 0;
-  }
-  return p;
-}
-
-static inline uint hal_load(hal_sim_dispatch_state* s, uint32_t b, uint64_t i,
-                            uint32_t lx, uint32_t ly, uint32_t lz) {
-  uint32_t* p = hal_element(s, b, i, 0, lx, ly, lz);
+HAL_COLD uint hal_load_slow(hal_sim_dispatch_state* s, uint32_t b,
+                            uint64_t i, uint64_t g, uint32_t wsx, uint32_t ly,
+                            uint32_t lz, uint32_t wgy, uint32_t wgz) {
+  uint32_t* p = hal_element(s, b, i, 0, g, wsx, ly, lz, wgy, wgz);
   return p ? *p : 0;
 }
-static inline void hal_store(hal_sim_dispatch_state* s, uint32_t b,
-                             uint64_t i, uint v, uint32_t lx, uint32_t ly,
-                             uint32_t lz) {
-  uint32_t* p = hal_element(s, b, i, 1, lx, ly, lz);
+HAL_COLD void hal_store_slow(hal_sim_dispatch_state* s, uint32_t b,
+                             uint64_t i, uint v, uint64_t g, uint32_t wsx,
+                             uint32_t ly, uint32_t lz, uint32_t wgy,
+                             uint32_t wgz) {
+  uint32_t* p = hal_element(s, b, i, 1, g, wsx, ly, lz, wgy, wgz);
   if (p) *p = v;
 }
-static inline uint hal_atomic_add(hal_sim_dispatch_state* s, uint32_t b,
-                                  uint64_t i, uint v, uint32_t lx,
-                                  uint32_t ly, uint32_t lz) {
-  uint32_t* p = hal_element(s, b, i, 1, lx, ly, lz);
+HAL_COLD uint hal_atomic_add_slow(hal_sim_dispatch_state* s, uint32_t b,
+                                  uint64_t i, uint v, uint64_t g,
+                                  uint32_t wsx, uint32_t ly, uint32_t lz,
+                                  uint32_t wgy, uint32_t wgz) {
+  uint32_t* p = hal_element(s, b, i, 1, g, wsx, ly, lz, wgy, wgz);
   return p ? __atomic_fetch_add(p, v, __ATOMIC_RELAXED) : 0;
+}
+
+/* gok: the caller's loop guarantees that index g is below lim (a
+ * compile-time 0 or 1), so `i == g` needs no further check. */
+#define HAL_FAST_(k, arr, b, i)                                  \
+  __builtin_expect((uint32_t)(b) < 4u && (k)->arr[(b) & 3] &&      \
+                       ((gok && (i) == g) || (i) < (k)->lim),      \
+                   1)
+
+HAL_INLINE uint hal_load(const hal_locals* k, hal_sim_dispatch_state* s,
+                         uint32_t b, uint64_t i, uint64_t g, uint32_t gok,
+                         uint32_t wsx, uint32_t ly, uint32_t lz) {
+  if (HAL_FAST_(k, rd, b, i)) return k->p[b & 3][i];
+  return hal_load_slow(s, b, i, g, wsx, ly, lz, k->wg[1], k->wg[2]);
+}
+HAL_INLINE void hal_store(const hal_locals* k, hal_sim_dispatch_state* s,
+                          uint32_t b, uint64_t i, uint v, uint64_t g,
+                          uint32_t gok, uint32_t wsx, uint32_t ly,
+                          uint32_t lz) {
+  if (HAL_FAST_(k, w, b, i))
+    k->p[b & 3][i] = v;
+  else
+    hal_store_slow(s, b, i, v, g, wsx, ly, lz, k->wg[1], k->wg[2]);
+}
+HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
+                               uint32_t b, uint64_t i, uint v, uint64_t g,
+                               uint32_t gok, uint32_t wsx, uint32_t ly,
+                               uint32_t lz) {
+  if (HAL_FAST_(k, w, b, i))
+    return __atomic_fetch_add(&k->p[b & 3][i], v, __ATOMIC_RELAXED);
+  return hal_atomic_add_slow(s, b, i, v, g, wsx, ly, lz, k->wg[1], k->wg[2]);
 }
 
 /* Index arguments convert to uint64 first, so a negative int is a huge
  * (out-of-bounds) index rather than a wrapped small one. */
-#define HAL_LOAD(b, i) \
-  hal_load(hal_s, (b), (uint64_t)(int64_t)(i), hal_lx, hal_ly, hal_lz)
-#define HAL_STORE(b, i, v) \
-  hal_store(hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_lx, hal_ly, hal_lz)
-#define HAL_ATOMIC_ADD(b, i, v) \
-  hal_atomic_add(hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_lx, hal_ly, hal_lz)
-#define HAL_CONSTANT(c) (hal_s->constants[(c)])
-#define HAL_LOCAL_ID_X hal_lx
+#define HAL_LOAD(b, i)                                                   \
+  hal_load(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), hal_g, hal_gok,       \
+           hal_wsx, hal_ly, hal_lz)
+#define HAL_STORE(b, i, v)                                                \
+  hal_store(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g, hal_gok, \
+            hal_wsx, hal_ly, hal_lz)
+#define HAL_ATOMIC_ADD(b, i, v)                                           \
+  hal_atomic_add(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g,   \
+                 hal_gok, hal_wsx, hal_ly, hal_lz)
+#define HAL_CONSTANT(c) (hal_k->cst[(c) & 3])
+/* An invocation is (hal_g, hal_ly, hal_lz, wg[1], wg[2]) where hal_g =
+ * workgroup x id * workgroup size x + local x id, exactly (uint64): the x
+ * ids are derived from it only where used, and the fault path derives them
+ * itself, so the hot loop carries one counter. */
+#define HAL_LOCAL_ID_X ((uint32_t)(hal_g % hal_wsx))
 #define HAL_LOCAL_ID_Y hal_ly
 #define HAL_LOCAL_ID_Z hal_lz
-#define HAL_WORKGROUP_ID_X (hal_s->workgroup_id[0])
-#define HAL_WORKGROUP_ID_Y (hal_s->workgroup_id[1])
-#define HAL_WORKGROUP_ID_Z (hal_s->workgroup_id[2])
+#define HAL_WORKGROUP_ID_X ((uint32_t)(hal_g / hal_wsx))
+#define HAL_GLOBAL_ID_X ((uint32_t)hal_g)
+#define HAL_WORKGROUP_ID_Y (hal_k->wg[1])
+#define HAL_WORKGROUP_ID_Z (hal_k->wg[2])
 
-/* Exports `name` (one whole workgroup per call: the invocations run one
- * after another) and `name__hal_sim_info`; the body is a static function. */
-#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                                 \
-  static void name##__body(hal_sim_dispatch_state* hal_s, uint32_t hal_lx,  \
-                           uint32_t hal_ly, uint32_t hal_lz);                \
-  HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {             \
-      HAL_SIM_KERNEL_ABI_VERSION, nb, nc, {wx, wy, wz}};                     \
-  HAL_EXPORT void name(hal_sim_dispatch_state* hal_s) {                      \
-    for (uint32_t z = 0; z < (wz); ++z)                                      \
-      for (uint32_t y = 0; y < (wy); ++y)                                    \
-        for (uint32_t x = 0; x < (wx); ++x) name##__body(hal_s, x, y, z);    \
-  }                                                                          \
-  static void name##__body(hal_sim_dispatch_state* hal_s, uint32_t hal_lx,  \
-                           uint32_t hal_ly, uint32_t hal_lz) {               \
-    const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);               \
-    (void)hal_wsx; (void)hal_wsy; (void)hal_wsz;
+/* The 1-D loop of HAL_KERNEL for one set of writable bindings (mask m, a
+ * constant here): with w[] known, a store's check is the same compare as a
+ * load's at that index, and the compiler makes it once. */
+#define HAL_FLAT_CASE_(name, wx, m)                                   \
+  case m: {                                                           \
+    hal_locals k2 = k;                                                \
+    k2.w[0] = (m) & 1;                                                \
+    k2.w[1] = ((m) >> 1) & 1;                                         \
+    k2.w[2] = ((m) >> 2) & 1;                                         \
+    k2.w[3] = ((m) >> 3) & 1;                                         \
+    uint32_t g = x0 * (uint32_t)(wx);                                 \
+    /* Global ids below ghi are below lim: there, an access at the    \
+     * global id is in bounds of every binding without a compare. */  \
+    const uint32_t ghi = (uint32_t)(k2.lim < g1 ? k2.lim : g1);       \
+    for (; g < ghi; ++g) name##__body(&k2, hal_s, g, 1, 0, 0);        \
+    for (; g < (uint32_t)g1; ++g) name##__body(&k2, hal_s, g, 0, 0, 0); \
+    break;                                                            \
+  }
+
+/* Exports `name`, which runs the workgroups [workgroup_begin, workgroup_end)
+ * of the state in linear order (x fastest), each workgroup's invocations one
+ * after another in x, y, z order, and `name__hal_sim_info`. The body is an
+ * always-inlined static function (a `return` ends one invocation), so the
+ * invocation loop is compiled around it with the locals in registers. For a
+ * workgroup of wx x 1 x 1 (compile-time), the invocations of consecutive
+ * workgroups in one row of the grid are one loop over the global x id (the
+ * same order), so a 64-invocation loop does not end every 64 elements. */
+#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                                  \
+  HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
+                               hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
+                               uint32_t hal_gok, uint32_t hal_ly,             \
+                               uint32_t hal_lz);                              \
+  HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {              \
+      HAL_SIM_KERNEL_ABI_VERSION, nb, nc, {wx, wy, wz}};                      \
+  HAL_EXPORT HAL_ENTRY_CLONES void name(hal_sim_dispatch_state* hal_s) {      \
+    uint64_t w = hal_s->workgroup_begin;                                      \
+    const uint64_t end = hal_s->workgroup_end;                                \
+    const uint32_t cx = hal_s->workgroup_count[0];                            \
+    const uint32_t cy = hal_s->workgroup_count[1];                            \
+    hal_locals k;                                                             \
+    uint32_t x0;                                                              \
+    if (w >= end || cx == 0 || cy == 0) return;                               \
+    hal_locals_init(&k, hal_s, (nb), (nc));                                   \
+    x0 = (uint32_t)(w % cx);                                                  \
+    k.wg[1] = (uint32_t)((w / cx) % cy);                                      \
+    k.wg[2] = (uint32_t)(w / cx / cy);                                        \
+    for (;;) {                                                                \
+      /* The workgroups [x0, x1) of row (wg[1], wg[2]). */                    \
+      uint64_t run = end - w < cx - x0 ? end - w : cx - x0;                   \
+      uint32_t x1 = x0 + (uint32_t)run;                                       \
+      if ((wy) == 1 && (wz) == 1) {                                           \
+        const uint64_t g1 = (uint64_t)x1 * (wx);                              \
+        if (g1 <= 0xFFFFFFFFu) {                                              \
+          /* A 32-bit counter that cannot wrap: the compiler sees the global \
+           * id as a plain induction variable. */                             \
+          const uint32_t hal_wmask =                                          \
+              (k.w[0] | k.w[1] << 1 | k.w[2] << 2 | k.w[3] << 3) &            \
+              ((1u << (nb)) - 1u);                                            \
+          switch (hal_wmask) {                                                \
+            HAL_FLAT_CASE_(name, wx, 0) HAL_FLAT_CASE_(name, wx, 1)           \
+            HAL_FLAT_CASE_(name, wx, 2) HAL_FLAT_CASE_(name, wx, 3)           \
+            HAL_FLAT_CASE_(name, wx, 4) HAL_FLAT_CASE_(name, wx, 5)           \
+            HAL_FLAT_CASE_(name, wx, 6) HAL_FLAT_CASE_(name, wx, 7)           \
+            HAL_FLAT_CASE_(name, wx, 8) HAL_FLAT_CASE_(name, wx, 9)           \
+            HAL_FLAT_CASE_(name, wx, 10) HAL_FLAT_CASE_(name, wx, 11)         \
+            HAL_FLAT_CASE_(name, wx, 12) HAL_FLAT_CASE_(name, wx, 13)         \
+            HAL_FLAT_CASE_(name, wx, 14) HAL_FLAT_CASE_(name, wx, 15)         \
+          }                                                                   \
+        } else {                                                              \
+          for (uint64_t g = (uint64_t)x0 * (wx); g < g1; ++g)                 \
+            name##__body(&k, hal_s, g, 0, 0, 0);                              \
+        }                                                                     \
+      } else {                                                                \
+        for (uint32_t gx = x0; gx < x1; ++gx)                                 \
+          for (uint32_t z = 0; z < (wz); ++z)                                 \
+            for (uint32_t y = 0; y < (wy); ++y)                               \
+              for (uint32_t x = 0; x < (wx); ++x)                             \
+                name##__body(&k, hal_s, (uint64_t)gx * (wx) + x, 0, y, z);    \
+      }                                                                       \
+      w += run;                                                               \
+      if (w >= end) break;                                                    \
+      x0 = 0;                                                                 \
+      if (++k.wg[1] == cy) {                                                  \
+        k.wg[1] = 0;                                                          \
+        ++k.wg[2];                                                            \
+      }                                                                       \
+    }                                                                         \
+  }                                                                           \
+  HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
+                               hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
+                               uint32_t hal_gok, uint32_t hal_ly,             \
+                               uint32_t hal_lz) {                             \
+    const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);                \
+    (void)hal_wsx; (void)hal_wsy; (void)hal_wsz; (void)hal_k; (void)hal_s;    \
+    (void)hal_g; (void)hal_gok;
 #define HAL_KERNEL_END }
 
 /* ------------------------------------------------------------------------ */
@@ -232,6 +428,8 @@ static inline uint hal_atomic_add(hal_sim_dispatch_state* s, uint32_t b,
 #define HAL_WORKGROUP_SIZE_X hal_wsx
 #define HAL_WORKGROUP_SIZE_Y hal_wsy
 #define HAL_WORKGROUP_SIZE_Z hal_wsz
+#ifndef HAL_GLOBAL_ID_X
 #define HAL_GLOBAL_ID_X (HAL_WORKGROUP_ID_X * hal_wsx + HAL_LOCAL_ID_X)
+#endif
 
 #endif /* HAL_CTS_KERNELS_HAL_KERNEL_H_ */
