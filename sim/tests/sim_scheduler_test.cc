@@ -172,13 +172,16 @@ TEST(SimSchedulerDeterministic, HostCallWaitsReplay) {
   auto run = [](uint64_t seed) {
     Ref<Device> device =
         MakeDevice("sim://?queues=4&seed=" + std::to_string(seed));
-    Ref<Semaphore> a = device->CreateSemaphore(0).value();
+    // One semaphore per fill: fills on different queues signalling one
+    // semaphore would overtake each other (which fails it, hal/device.h).
+    std::vector<Ref<Semaphore>> a;
     Ref<Semaphore> b = device->CreateSemaphore(0).value();
     Ref<Buffer> buffer = HostBuffer(device.get(), 1024, 0);
-    Semaphore* a_raw = a.get();
     for (int i = 0; i < 4; ++i) {
+      a.push_back(device->CreateSemaphore(0).value());
+      Semaphore* a_raw = a.back().get();
       uint8_t pattern = static_cast<uint8_t>(i);
-      SemaphorePoint sig{a.get(), static_cast<uint64_t>(i + 1)};
+      SemaphorePoint sig{a_raw, 1};
       EXPECT_TRUE(device
                       ->QueueFill(QueueAffinity{1} << (1 + i % 3), {},
                                   {&sig, 1}, buffer.get(), i * 256, 256,
@@ -187,8 +190,8 @@ TEST(SimSchedulerDeterministic, HostCallWaitsReplay) {
       SemaphorePoint bsig{b.get(), static_cast<uint64_t>(i + 1)};
       EXPECT_TRUE(device
                       ->QueueHostCall(1, {}, {&bsig, 1},
-                                      [a_raw, i]() -> Status {
-                                        return a_raw->Wait(i + 1,
+                                      [a_raw]() -> Status {
+                                        return a_raw->Wait(1,
                                                            Timeout::After(20s));
                                       })
                       .ok());
