@@ -5,17 +5,6 @@
 
 namespace hal {
 
-// A wait that has failed already decides the operation now: its signals fail
-// before the call returns, and the driver is not involved.
-#define HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal) \
-  do {                                               \
-    Status _failed = FailedWait(wait);               \
-    if (!_failed.ok()) {                             \
-      FailSignals(signal, _failed);                  \
-      return OkStatus();                             \
-    }                                                \
-  } while (0)
-
 int Device::FirstQueue(QueueAffinity affinity) {
   return affinity ? std::countr_zero(affinity) : 0;
 }
@@ -63,6 +52,13 @@ Status Device::FailedWait(SemaphoreList wait) {
 
 void Device::FailSignals(SemaphoreList signal, const Status& status) {
   for (const SemaphorePoint& p : signal) p.semaphore->Fail(status);
+}
+
+bool Device::FailedAtSubmission(SemaphoreList wait, SemaphoreList signal) {
+  Status failed = FailedWait(wait);
+  if (failed.ok()) return false;
+  FailSignals(signal, failed);
+  return true;
 }
 
 StatusOr<Ref<Semaphore>> Device::CreateSemaphore(uint64_t initial_value) {
@@ -130,7 +126,8 @@ Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (!buffer) return InvalidArgumentError("queue_dealloca of a null buffer");
   if (buffer->allocated_buffer() != buffer) {
-    return InvalidArgumentError("queue_dealloca of a subspan; pass the allocated buffer");
+    return InvalidArgumentError(
+        "queue_dealloca of a subspan; pass the allocated buffer");
   }
   // One transition, so an alloca committing meanwhile cannot make it fail.
   HAL_RETURN_IF_ERROR(buffer->BeginDealloca());
@@ -153,11 +150,11 @@ Status ValidateFill(Buffer* target, DeviceSize offset, DeviceSize length,
   if (!target) return InvalidArgumentError("queue_fill of a null buffer");
   if (!pattern) return InvalidArgumentError("queue_fill: pattern is null");
   if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
-    return InvalidArgumentError("queue_fill: pattern length %zu is not 1, 2 or 4",
-                                pattern_length);
+    return InvalidArgumentError(
+        "queue_fill: pattern length %zu is not 1, 2 or 4", pattern_length);
   }
-  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
-                                             length, out_length, "queue_fill"));
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(
+      BufferUsage::kTransferTarget, offset, length, out_length, "queue_fill"));
   // Alignment is a property of the address: a subspan's own offset counts.
   DeviceSize absolute = target->byte_offset() + offset;
   if (absolute % pattern_length || *out_length % pattern_length) {
@@ -179,31 +176,33 @@ Status ValidateExplicit(DeviceSize length, const char* what) {
 }  // namespace
 
 Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
-                         SemaphoreList signal, Buffer* target, DeviceSize offset,
-                         DeviceSize length, const void* pattern,
-                         size_t pattern_length) {
+                         SemaphoreList signal, Buffer* target,
+                         DeviceSize offset, DeviceSize length,
+                         const void* pattern, size_t pattern_length) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   DeviceSize resolved;
   HAL_RETURN_IF_ERROR(
       ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
                        pattern_length);
 }
 
 Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
                            SemaphoreList signal, const void* source,
-                           Buffer* target, DeviceSize offset, DeviceSize length) {
+                           Buffer* target, DeviceSize offset,
+                           DeviceSize length) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_update"));
   if (!target) return InvalidArgumentError("queue_update of a null buffer");
-  if (!source && length) return InvalidArgumentError("queue_update: source is null");
+  if (!source && length)
+    return InvalidArgumentError("queue_update: source is null");
   DeviceSize resolved;
-  HAL_RETURN_IF_ERROR(target->ValidateAccess(BufferUsage::kTransferTarget, offset,
-                                             length, &resolved, "queue_update"));
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  HAL_RETURN_IF_ERROR(target->ValidateAccess(
+      BufferUsage::kTransferTarget, offset, length, &resolved, "queue_update"));
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueUpdateImpl(q, wait, signal, source, target, offset, length);
 }
 
@@ -214,7 +213,8 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   HAL_RETURN_IF_ERROR(ValidateExplicit(length, "queue_copy"));
-  if (!source || !target) return InvalidArgumentError("queue_copy of a null buffer");
+  if (!source || !target)
+    return InvalidArgumentError("queue_copy of a null buffer");
   DeviceSize r;
   HAL_RETURN_IF_ERROR(source->ValidateAccess(BufferUsage::kTransferSource,
                                              source_offset, length, &r,
@@ -226,10 +226,11 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
     DeviceSize s = source->byte_offset() + source_offset;
     DeviceSize d = target->byte_offset() + target_offset;
     if (s < d + length && d < s + length) {
-      return InvalidArgumentError("queue_copy: source and target ranges overlap");
+      return InvalidArgumentError(
+          "queue_copy: source and target ranges overlap");
     }
   }
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueCopyImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
 }
@@ -252,12 +253,12 @@ Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
                                              "queue_read target"));
   HAL_ASSIGN_OR_RETURN(uint64_t file_length, source->Length());
   if (source_offset > file_length || length > file_length - source_offset) {
-    return OutOfRangeError("queue_read: [%llu, +%llu) past the end of the file (%llu bytes)",
-                           (unsigned long long)source_offset,
-                           (unsigned long long)length,
-                           (unsigned long long)file_length);
+    return OutOfRangeError(
+        "queue_read: [%llu, +%llu) past the end of the file (%llu bytes)",
+        (unsigned long long)source_offset, (unsigned long long)length,
+        (unsigned long long)file_length);
   }
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueReadImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
 }
@@ -272,7 +273,8 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
   if (!source) return InvalidArgumentError("queue_write of a null buffer");
   if (!target) return InvalidArgumentError("queue_write into a null file");
   if (!target->can_write()) {
-    return PermissionDeniedError("queue_write: file was not opened for writing");
+    return PermissionDeniedError(
+        "queue_write: file was not opened for writing");
   }
   DeviceSize r;
   HAL_RETURN_IF_ERROR(source->ValidateAccess(BufferUsage::kTransferSource,
@@ -287,7 +289,7 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
           (unsigned long long)file_length);
     }
   }
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueWriteImpl(q, wait, signal, source, source_offset, target,
                         target_offset, length);
 }
@@ -308,12 +310,13 @@ Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
     q &= command_buffer->queue_affinity();
     HAL_RETURN_IF_ERROR(command_buffer->ValidateSubmission(bindings));
   }
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueExecuteImpl(q, wait, signal, command_buffer, bindings);
 }
 
 Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
-                             SemaphoreList signal, const DispatchParams& params) {
+                             SemaphoreList signal,
+                             const DispatchParams& params) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   for (size_t i = 0; i < params.bindings.size(); ++i) {
@@ -329,7 +332,7 @@ Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
     return InvalidArgumentError(
         "queue_dispatch: the indirect workgroup count is a binding-table slot");
   }
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueDispatchImpl(q, wait, signal, params);
 }
 
@@ -338,7 +341,7 @@ Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (!fn) return InvalidArgumentError("queue_host_call: function is empty");
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueHostCallImpl(q, wait, signal, std::move(fn));
 }
 
@@ -346,7 +349,7 @@ Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
                             SemaphoreList signal) {
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
-  HAL_RETURN_IF_SUBMITTED_FAILED(wait, signal);
+  if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueExecuteImpl(q, wait, signal, nullptr, {});
 }
 
@@ -365,9 +368,9 @@ template <typename RecordFn>
 StatusOr<Ref<CommandBuffer>> RecordTransient(
     QueueAffinity affinity, RecordFn record,
     CommandCategory category = CommandCategory::kTransfer) {
-  HAL_ASSIGN_OR_RETURN(
-      Ref<CommandBuffer> cb,
-      CommandBuffer::Create(CommandBufferMode::kOneShot, category, affinity, 0));
+  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
+                       CommandBuffer::Create(CommandBufferMode::kOneShot,
+                                             category, affinity, 0));
   HAL_RETURN_IF_ERROR(cb->Begin());
   HAL_RETURN_IF_ERROR(record(cb.get()));
   HAL_RETURN_IF_ERROR(cb->End());
@@ -380,12 +383,11 @@ Status Device::QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
                              SemaphoreList signal, Buffer* target,
                              DeviceSize offset, DeviceSize length,
                              const void* pattern, size_t pattern_length) {
-  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
-                       RecordTransient(affinity, [&](CommandBuffer* c) {
-                         return c->FillBuffer(
-                             BufferRef::Direct(target, offset, length), pattern,
+  HAL_ASSIGN_OR_RETURN(
+      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+        return c->FillBuffer(BufferRef::Direct(target, offset, length), pattern,
                              pattern_length);
-                       }));
+      }));
   return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
 }
 
@@ -410,13 +412,12 @@ Status Device::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
                              SemaphoreList signal, Buffer* source,
                              DeviceSize source_offset, Buffer* target,
                              DeviceSize target_offset, DeviceSize length) {
-  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
-                       RecordTransient(affinity, [&](CommandBuffer* c) {
-                         return c->CopyBuffer(
-                             BufferRef::Direct(source, source_offset, length),
+  HAL_ASSIGN_OR_RETURN(
+      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+        return c->CopyBuffer(BufferRef::Direct(source, source_offset, length),
                              BufferRef::Direct(target, target_offset, length),
                              length);
-                       }));
+      }));
   return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
 }
 

@@ -65,8 +65,9 @@ class Device : public RefCounted {
   const DeviceInfo& info() const { return info_; }
   int queue_count() const { return info_.queue_count; }
   QueueAffinity queue_mask() const {
-    return info_.queue_count >= 64 ? ~QueueAffinity{0}
-                                   : ((QueueAffinity{1} << info_.queue_count) - 1);
+    return info_.queue_count >= 64
+               ? ~QueueAffinity{0}
+               : ((QueueAffinity{1} << info_.queue_count) - 1);
   }
   Allocator* allocator() const { return allocator_.get(); }
 
@@ -87,7 +88,8 @@ class Device : public RefCounted {
   // fails (or had failed already), the buffer is never committed.
   StatusOr<Ref<Buffer>> QueueAlloca(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal,
-                                    const BufferParams& params, DeviceSize size);
+                                    const BufferParams& params,
+                                    DeviceSize size);
   // Releases the memory after the waits. Any later use of the buffer is
   // FAILED_PRECONDITION, as is a second dealloca; a dealloca racing with the
   // commit of the buffer's alloca is accepted. If a wait fails the memory is
@@ -97,7 +99,8 @@ class Device : public RefCounted {
                        SemaphoreList signal, Buffer* buffer);
   Status QueueFill(QueueAffinity affinity, SemaphoreList wait,
                    SemaphoreList signal, Buffer* target, DeviceSize offset,
-                   DeviceSize length, const void* pattern, size_t pattern_length);
+                   DeviceSize length, const void* pattern,
+                   size_t pattern_length);
   // The bytes are copied before this returns. Any length is accepted (no
   // limit beyond the buffer's range); the default implementation records
   // it as UpdateBuffer commands of at most kMaxUpdateBytes (64 KiB) each.
@@ -105,8 +108,9 @@ class Device : public RefCounted {
                      SemaphoreList signal, const void* source, Buffer* target,
                      DeviceSize offset, DeviceSize length);
   Status QueueCopy(QueueAffinity affinity, SemaphoreList wait,
-                   SemaphoreList signal, Buffer* source, DeviceSize source_offset,
-                   Buffer* target, DeviceSize target_offset, DeviceSize length);
+                   SemaphoreList signal, Buffer* source,
+                   DeviceSize source_offset, Buffer* target,
+                   DeviceSize target_offset, DeviceSize length);
   Status QueueRead(QueueAffinity affinity, SemaphoreList wait,
                    SemaphoreList signal, File* source, uint64_t source_offset,
                    Buffer* target, DeviceSize target_offset, DeviceSize length);
@@ -200,7 +204,9 @@ class Device : public RefCounted {
                                   BindingTable bindings) = 0;
   virtual Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                                    SemaphoreList signal, HostCallFn fn) = 0;
-  virtual Status QueueFlushImpl(QueueAffinity /*affinity*/) { return OkStatus(); }
+  virtual Status QueueFlushImpl(QueueAffinity /*affinity*/) {
+    return OkStatus();
+  }
   virtual Status WaitIdleImpl(Timeout timeout) = 0;
 
  private:
@@ -209,6 +215,9 @@ class Device : public RefCounted {
   // The status of the first wait semaphore that has failed, or OK.
   static Status FailedWait(SemaphoreList wait);
   static void FailSignals(SemaphoreList signal, const Status& status);
+  // A wait that has failed already decides the operation now: fails every
+  // signal with its status (the driver is not involved) and returns true.
+  static bool FailedAtSubmission(SemaphoreList wait, SemaphoreList signal);
 
   DeviceInfo info_;
   Ref<Allocator> allocator_;
