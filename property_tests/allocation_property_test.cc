@@ -286,12 +286,26 @@ struct Allocate : Cmd {
   }
 };
 
+// A buffer index drawn among those that satisfy `eligible` (a discard when
+// none does): drawing among all and discarding the ineligible ones costs a
+// retry and an exception each.
+template <typename Pred>
+int PickBuffer(const Model& m, Pred eligible) {
+  std::vector<int> candidates;
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    if (eligible(m.buffers[i])) candidates.push_back(static_cast<int>(i));
+  }
+  RC_PRE(!candidates.empty());
+  return *rc::gen::elementOf(candidates);
+}
+
 struct Dealloca : Cmd {
   int buffer;
   bool gated;
   explicit Dealloca(const Model& m) {
-    RC_PRE(!m.buffers.empty());
-    buffer = *rc::gen::inRange<int>(0, m.buffers.size());
+    buffer = PickBuffer(m, [](const BufModel& b) {
+      return b.kind != Kind::kImported && b.state != State::kDropped;
+    });
     gated = *rc::gen::arbitrary<bool>();
   }
   void checkPreconditions(const Model& m) const override {
@@ -422,8 +436,8 @@ struct HostAccess : Cmd {
   DeviceSize offset, length;
   uint8_t seed;
   explicit HostAccess(const Model& m) {
-    RC_PRE(!m.buffers.empty());
-    buffer = *rc::gen::inRange<int>(0, m.buffers.size());
+    buffer = PickBuffer(
+        m, [](const BufModel& b) { return b.state != State::kDropped; });
     write = *rc::gen::arbitrary<bool>();
     DeviceSize size = m.buffers[buffer].size;
     offset = *rc::gen::inRange<DeviceSize>(0, size + 2);
@@ -486,8 +500,9 @@ struct HostAccess : Cmd {
 struct UseAfterDealloca : Cmd {
   int buffer;
   explicit UseAfterDealloca(const Model& m) {
-    RC_PRE(!m.buffers.empty());
-    buffer = *rc::gen::inRange<int>(0, m.buffers.size());
+    buffer = PickBuffer(m, [](const BufModel& b) {
+      return b.state == State::kDeallocaQueued || b.state == State::kFreed;
+    });
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(buffer < static_cast<int>(m.buffers.size()));
@@ -509,8 +524,9 @@ struct UseAfterDealloca : Cmd {
 struct Free : Cmd {
   int buffer;
   explicit Free(const Model& m) {
-    RC_PRE(!m.buffers.empty());
-    buffer = *rc::gen::inRange<int>(0, m.buffers.size());
+    buffer = PickBuffer(m, [](const BufModel& b) {
+      return b.state != State::kDropped && !b.gated;
+    });
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(buffer < static_cast<int>(m.buffers.size()));
@@ -604,11 +620,20 @@ int main() {
     sut.pump = ValueOrFail(sut.device->CreateSemaphore(0), "CreateSemaphore");
     Model initial;
     initial.base = sut.device->allocator()->statistics();
-    const auto commands = *rc::state::gen::commands(
-        initial,
-        rc::state::gen::execOneOfWithArgs<Allocate, Allocate, Dealloca, Gate,
-                                          HostAccess, HostAccess, HostAccess,
-                                          UseAfterDealloca, Free, Stats>());
+    // Without buffers only these three can be generated; with the most
+    // buffers, no allocation.
+    auto next = [](const Model& m) {
+      if (m.buffers.empty())
+        return OneOfCommands<Model, Sut, Allocate, Gate, Stats>(m);
+      if (m.buffers.size() >= static_cast<size_t>(kMaxBuffers)) {
+        return OneOfCommands<Model, Sut, Dealloca, Gate, HostAccess, HostAccess,
+                             HostAccess, UseAfterDealloca, Free, Stats>(m);
+      }
+      return OneOfCommands<Model, Sut, Allocate, Allocate, Dealloca, Gate,
+                           HostAccess, HostAccess, HostAccess, UseAfterDealloca,
+                           Free, Stats>(m);
+    };
+    const auto commands = *rc::state::gen::commands(initial, next);
     rc::state::runAll(commands, initial, sut);
     // Dropping the device cancels what still waits on the gate; imports are
     // released exactly once in the end.

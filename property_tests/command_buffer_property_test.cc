@@ -233,8 +233,9 @@ struct Record : Cmd {
   Op op;
   bool omit_barrier = false;  // only where the device checks for hazards
 
-  // A reference with `length` bytes in range under every table.
-  static Ref_ GenRef(const Model& m, DeviceSize length, DeviceSize align) {
+  // A reference's buffer or slot, and the bytes it may span under every
+  // table (the offset is drawn once the length is known).
+  static std::pair<Ref_, DeviceSize> PickRef(const Model& m) {
     Ref_ r;
     int slots = static_cast<int>(m.tables[0].size());
     r.slot = slots > 0 && *rc::gen::arbitrary<bool>();
@@ -247,33 +248,53 @@ struct Record : Cmd {
       r.index = *rc::gen::inRange<int>(0, m.contents.size());
       window = m.contents[r.index].size();
     }
-    RC_PRE(window >= length);
-    r.offset = align * *rc::gen::inRange<DeviceSize>(0, (window - length) / align + 1);
-    return r;
+    return {r, window};
+  }
+  static void PlaceRef(Ref_& r, DeviceSize window, DeviceSize length,
+                       DeviceSize align) {
+    r.offset =
+        align * *rc::gen::inRange<DeviceSize>(0, (window - length) / align + 1);
   }
 
+  // Lengths are drawn first and clamped to what the chosen references can
+  // hold (rather than discarded), so that generation never retries.
   explicit Record(const Model& m) {
     RC_PRE(m.exists && !m.ended);
     op.kind = *rc::gen::element(Kind::kFill, Kind::kUpdate, Kind::kCopy);
     switch (op.kind) {
-      case Kind::kFill:
+      case Kind::kFill: {
         op.pattern_length = *rc::gen::element<uint8_t>(1, 2, 4);
         op.pattern = *rc::gen::arbitrary<uint32_t>();
         if (op.pattern_length < 4) op.pattern &= (1u << (8 * op.pattern_length)) - 1;
-        op.length = op.pattern_length * *rc::gen::inRange<DeviceSize>(0, 17);
-        op.target = GenRef(m, op.length, op.pattern_length);
+        auto [target, window] = PickRef(m);
+        DeviceSize units = std::min<DeviceSize>(
+            *rc::gen::inRange<DeviceSize>(0, 17), window / op.pattern_length);
+        op.length = op.pattern_length * units;
+        op.target = target;
+        PlaceRef(op.target, window, op.length, op.pattern_length);
         break;
-      case Kind::kUpdate:
-        op.length = *rc::gen::inRange<DeviceSize>(0, 65);
+      }
+      case Kind::kUpdate: {
+        auto [target, window] = PickRef(m);
+        op.length =
+            std::min<DeviceSize>(*rc::gen::inRange<DeviceSize>(0, 65), window);
         op.data = *rc::gen::container<std::vector<uint8_t>>(
             op.length, rc::gen::arbitrary<uint8_t>());
-        op.target = GenRef(m, op.length, 1);
+        op.target = target;
+        PlaceRef(op.target, window, op.length, 1);
         break;
-      case Kind::kCopy:
-        op.length = *rc::gen::inRange<DeviceSize>(0, 65);
-        op.source = GenRef(m, op.length, 1);
-        op.target = GenRef(m, op.length, 1);
+      }
+      case Kind::kCopy: {
+        auto [source, source_window] = PickRef(m);
+        auto [target, target_window] = PickRef(m);
+        op.length = std::min({*rc::gen::inRange<DeviceSize>(0, 65),
+                              source_window, target_window});
+        op.source = source;
+        op.target = target;
+        PlaceRef(op.source, source_window, op.length, 1);
+        PlaceRef(op.target, target_window, op.length, 1);
         break;
+      }
     }
     omit_barrier = m.checking_sim && *rc::gen::inRange(0, 10) == 0;
   }
@@ -462,7 +483,7 @@ struct Misuse : Cmd {
   bool resubmit;
   explicit Misuse(const Model& m) {
     RC_PRE(m.exists && m.ended);
-    resubmit = *rc::gen::arbitrary<bool>();
+    resubmit = m.one_shot && *rc::gen::arbitrary<bool>();
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(m.exists && m.ended);
@@ -526,10 +547,20 @@ int main() {
       sut.buffers.push_back(buffer.value());
       initial.contents.push_back(bytes);
     }
-    const auto commands = *rc::state::gen::commands(
-        initial, rc::state::gen::execOneOfWithArgs<Begin, Record, Record, Record,
-                                                   Record, Record, Barrier,
-                                                   Submit, Misuse>());
+    // The commands valid in each state, in the proportions of the program
+    // mix (five recordings to one barrier and one submission).
+    auto next = [](const Model& m) {
+      if (!m.exists) return OneOfCommands<Model, Sut, Begin>(m);
+      if (!m.ended) {
+        return OneOfCommands<Model, Sut, Record, Record, Record, Record, Record,
+                             Barrier, Submit>(m);
+      }
+      if (m.submitted < static_cast<int>(m.tables.size())) {
+        return OneOfCommands<Model, Sut, Begin, Submit, Misuse>(m);
+      }
+      return OneOfCommands<Model, Sut, Begin, Misuse>(m);
+    };
+    const auto commands = *rc::state::gen::commands(initial, next);
     rc::state::runAll(commands, initial, sut);
     RC_ASSERT(sut.device->WaitIdle(Timeout::After(kSettleTimeout)).ok());
   });

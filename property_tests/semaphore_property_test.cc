@@ -757,13 +757,21 @@ int main() {
     sut.pump = sut.device->CreateSemaphore(0).value();
     Model initial;
     initial.queue_count = std::min(sut.device->queue_count(), 64);
-    const auto commands = *rc::state::gen::commands(
-        initial,
-        rc::state::gen::execOneOfWithArgs<CreateSemaphore, CreateSemaphore,
-                                          HostSignal, HostSignal, HostFail,
-                                          Submit, Submit, Submit, Submit,
-                                          HostWait, HostWait, HostWaitList,
-                                          QuerySem>());
+    // Without semaphores only creation can be generated; with the most, no
+    // creation.
+    auto next = [](const Model& m) {
+      if (m.sems.empty()) return OneOfCommands<Model, Sut, CreateSemaphore>(m);
+      if (m.sems.size() >= static_cast<size_t>(kMaxSemaphores)) {
+        return OneOfCommands<Model, Sut, HostSignal, HostSignal, HostFail,
+                             Submit, Submit, Submit, Submit, HostWait, HostWait,
+                             HostWaitList, QuerySem>(m);
+      }
+      return OneOfCommands<Model, Sut, CreateSemaphore, CreateSemaphore,
+                           HostSignal, HostSignal, HostFail, Submit, Submit,
+                           Submit, Submit, HostWait, HostWait, HostWaitList,
+                           QuerySem>(m);
+    };
+    const auto commands = *rc::state::gen::commands(initial, next);
     rc::state::runAll(commands, initial, sut);
     // Finally every runnable operation must have completed.
     Model final_model = initial;
