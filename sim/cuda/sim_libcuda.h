@@ -56,7 +56,8 @@ uint64_t halsim_cuda_unsettled_steps(void);
 /* Replaces the fault plan (same syntax as HALSIM_CUDA_FAULTS, e.g.
  * "alloc=3,op=2,alloc_ppm=1000,op_ppm=1000,late_event_us=500,
  * late_event_ppm=250000"; rates are drawn from the seed's fault stream) and
- * restarts its counters and that stream. Returns 0, or -1 for a malformed plan. */
+ * restarts its counters and that stream. Returns 0, or -1 for a malformed plan.
+ */
 int halsim_cuda_set_faults(const char* plan);
 
 #ifdef __cplusplus
