@@ -30,8 +30,12 @@ namespace {
 // machine; dynamic TLS of dlopen'd libraries is a suspect, not a proven cause.
 #define HALSIM_TLS __attribute__((tls_model("initial-exec")))
 thread_local bool t_in_host_callback HALSIM_TLS = false;
-// The engines this thread is inside a HostCall of (nesting).
-thread_local const Engine* t_host_call_engines[4] HALSIM_TLS = {};
+// The engines this thread is inside a HostCall of (nesting; deeper ones
+// than kMaxHostCallDepth count again, harmlessly: the settle rule only
+// asks whether any call is active).
+constexpr int kMaxHostCallDepth = 4;
+thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
+    {};
 thread_local int t_host_call_depth HALSIM_TLS = 0;
 
 int64_t SteadyNs() {
@@ -198,13 +202,16 @@ uint64_t Engine::DrawLateSignalNs() {
 // --- Host calls. ---
 
 Engine::HostCall::HostCall(Engine& engine) : engine_(&engine) {
-  for (int i = 0; i < t_host_call_depth; ++i) {
+  const int known = std::min(t_host_call_depth, kMaxHostCallDepth);
+  for (int i = 0; i < known; ++i) {
     if (t_host_call_engines[i] == &engine) {
       engine_ = nullptr;
       return;
     }
   }
-  if (t_host_call_depth < 4) t_host_call_engines[t_host_call_depth] = &engine;
+  if (t_host_call_depth < kMaxHostCallDepth) {
+    t_host_call_engines[t_host_call_depth] = &engine;
+  }
   ++t_host_call_depth;
   engine.active_calls_.fetch_add(1);
 }
