@@ -180,18 +180,11 @@ HALSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
   }
   // The PTX signature must be the kernel ABI's: the native build's bindings
   // as pointers, then its constants.
-  uint32_t n = static_cast<uint32_t>(f->param_bytes.size());
-  bool ok =
-      n == f->kernel.info->binding_count + f->kernel.info->constant_count &&
-      f->kernel.info->abi_version == HAL_SIM_KERNEL_ABI_VERSION;
-  for (uint32_t i = 0; ok && i < n; ++i) {
-    ok = f->param_bytes[i] == (i < f->kernel.info->binding_count ? 8 : 4);
-  }
-  if (!ok) {
+  if (!engine::SignatureMatches(f->kernel, f->param_bytes)) {
     std::fprintf(stderr,
-                 "halsim_cuda: PTX kernel '%s' has %u parameters that do not "
+                 "halsim_cuda: PTX kernel '%s' has %zu parameters that do not "
                  "match its native build (%u bindings, %u constants)\n",
-                 name, n, f->kernel.info->binding_count,
+                 name, f->param_bytes.size(), f->kernel.info->binding_count,
                  f->kernel.info->constant_count);
     return CUDA_ERROR_INVALID_IMAGE;
   }
@@ -232,17 +225,9 @@ CUresult KernelOp(Context* ctx, CUfunction hfunc, unsigned int grid_x,
     return CUDA_ERROR_INVALID_VALUE;
   }
   // Parameters are read during the call, as CUDA does.
-  uint32_t nb = info->binding_count, nc = info->constant_count;
-  std::vector<uintptr_t> pointers(nb);
-  std::vector<uint32_t> constants(nc);
-  for (uint32_t i = 0; i < nb; ++i) {
-    uint64_t p;
-    std::memcpy(&p, kernel_params[i], 8);
-    pointers[i] = static_cast<uintptr_t>(p);
-  }
-  for (uint32_t i = 0; i < nc; ++i) {
-    std::memcpy(&constants[i], kernel_params[nb + i], 4);
-  }
+  std::vector<uintptr_t> pointers;
+  std::vector<uint32_t> constants;
+  engine::ReadLaunchParams(f->kernel, kernel_params, &pointers, &constants);
   uint32_t grid[3] = {grid_x, grid_y, grid_z};
   *out = E().KernelWork(&ctx->domain, &f->kernel, grid, std::move(pointers),
                         std::move(constants));

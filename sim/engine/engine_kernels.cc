@@ -5,8 +5,40 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace hal::sim::engine {
+
+bool SignatureMatches(const Kernel& kernel,
+                      const std::vector<int>& param_bytes) {
+  const hal_sim_kernel_info& info = *kernel.info;
+  const size_t n = param_bytes.size();
+  if (info.abi_version != HAL_SIM_KERNEL_ABI_VERSION ||
+      n != size_t{info.binding_count} + info.constant_count) {
+    return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (param_bytes[i] != (i < info.binding_count ? 8 : 4)) return false;
+  }
+  return true;
+}
+
+void ReadLaunchParams(const Kernel& kernel, void* const* params,
+                      std::vector<uintptr_t>* pointers,
+                      std::vector<uint32_t>* constants) {
+  const uint32_t nb = kernel.info->binding_count;
+  const uint32_t nc = kernel.info->constant_count;
+  pointers->resize(nb);
+  constants->resize(nc);
+  for (uint32_t i = 0; i < nb; ++i) {
+    uint64_t p;
+    std::memcpy(&p, params[i], 8);
+    (*pointers)[i] = static_cast<uintptr_t>(p);
+  }
+  for (uint32_t i = 0; i < nc; ++i) {
+    std::memcpy(&(*constants)[i], params[nb + i], 4);
+  }
+}
 
 KernelLibrary::KernelLibrary(std::string dir, std::string hint,
                              const char* log_prefix)

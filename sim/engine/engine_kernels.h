@@ -12,6 +12,19 @@
 
 namespace hal::sim::engine {
 
+// Whether a vendor kernel's signature (the bytes of each parameter, in
+// order) is the kernel ABI's for `kernel`: its bindings as 8-byte pointers,
+// then its 4-byte constants, and the ABI version this engine runs.
+bool SignatureMatches(const Kernel& kernel,
+                      const std::vector<int>& param_bytes);
+
+// Reads launch parameters given as an array of pointers to each value (the
+// CUDA and HIP convention): the bindings' pointers, then the constants.
+// Copies them now, as those APIs do.
+void ReadLaunchParams(const Kernel& kernel, void* const* params,
+                      std::vector<uintptr_t>* pointers,
+                      std::vector<uint32_t>* constants);
+
 class KernelLibrary {
  public:
   // `dir` holds the *.sim.so modules; `hint` names the variable that

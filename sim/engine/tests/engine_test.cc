@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/engine/engine_graph.h"
+#include "sim/engine/engine_kernels.h"
 
 namespace hal::sim::engine {
 namespace {
@@ -308,6 +309,23 @@ TEST(EngineTest, KernelRunsWithPerBindingBounds) {
   EXPECT_EQ(bad.error(), Error::kIllegalAddress);
   EXPECT_EQ(engine.counters().kernels_run, 1u);
   engine.DestroyQueue(queue);
+}
+
+TEST(EngineTest, LaunchParamsFollowTheKernelAbi) {
+  static const hal_sim_kernel_info kInfo = {
+      HAL_SIM_KERNEL_ABI_VERSION, 2, 1, {4, 1, 1}};
+  Kernel kernel{"add", &AddKernel, &kInfo};
+  EXPECT_TRUE(SignatureMatches(kernel, {8, 8, 4}));
+  EXPECT_FALSE(SignatureMatches(kernel, {8, 4, 4}));  // a constant too soon
+  EXPECT_FALSE(SignatureMatches(kernel, {8, 8}));     // one missing
+  uint64_t a = 0x1000, b = 0x2000;
+  uint32_t c = 77;
+  void* params[] = {&a, &b, &c};
+  std::vector<uintptr_t> pointers;
+  std::vector<uint32_t> constants;
+  ReadLaunchParams(kernel, params, &pointers, &constants);
+  EXPECT_EQ(pointers, (std::vector<uintptr_t>{0x1000, 0x2000}));
+  EXPECT_EQ(constants, (std::vector<uint32_t>{77}));
 }
 
 TEST(EngineTest, GraphOrderIsTopological) {
