@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "sim/engine/engine_graph.h"
@@ -382,6 +383,42 @@ TEST(EngineTest, GraphLaunchesRunInOrderAcrossQueues) {
   EXPECT_EQ(engine.counters().graphs_run, 3u);
   engine.DestroyQueue(a);
   engine.DestroyQueue(b);
+}
+
+// Host threads enqueue, signal and wait at once (the engine is shared by
+// every thread of a process): run under TSan in the tsan preset.
+TEST(EngineTest, ConcurrentHostThreads) {
+  Engine engine(FastOptions());
+  constexpr int kThreads = 4, kOps = 50;
+  SignalPtr done = engine.CreateSignal(0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&engine, &done, t] {
+      Engine::HostCall call(engine);
+      Domain domain;
+      Queue* queue = engine.CreateQueue();
+      void* p = nullptr;
+      ASSERT_EQ(engine.Allocate(256, MemoryKind::kDevice, 256, &p), Error::kOk);
+      for (int i = 0; i < kOps; ++i) {
+        Op fill;
+        fill.name = "fill";
+        fill.run = engine.FillWork(&domain, reinterpret_cast<uintptr_t>(p),
+                                   t * 1000 + i, 4, 64);
+        ASSERT_EQ(engine.Enqueue(queue, std::move(fill)), Error::kOk);
+        ASSERT_EQ(engine.Enqueue(queue, SignalOpOf(done, SignalOp::kAdd, 1)),
+                  Error::kOk);
+      }
+      // Everyone's work, not only this thread's.
+      engine.WaitSignal(done, Cond::kGe, kThreads * kOps);
+      EXPECT_EQ(static_cast<uint32_t*>(p)[63], uint32_t(t * 1000 + kOps - 1));
+      EXPECT_EQ(engine.Free(reinterpret_cast<uintptr_t>(p), false), Error::kOk);
+      engine.DestroyQueue(queue);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(engine.SignalValue(done), uint64_t{kThreads * kOps});
+  EXPECT_EQ(engine.counters().work_done, uint64_t{kThreads * kOps});
+  EXPECT_EQ(engine.counters().races, 0u);
 }
 
 TEST(EngineTest, HostFunctionsPauseAndResetRefusedWhileBusy) {
