@@ -6,8 +6,8 @@
 // host calls with wait and signal lists drawn from the slots (duplicates,
 // non-increasing values, failed semaphores), command buffers (one-shot and
 // reusable, binding-table slots), mappings, subspans, WaitIdle and faults
-// (sim:// through SimSetFaults, cuda:// over libhalsim_cuda.so through
-// halsim_cuda_set_faults).
+// (sim:// through SimSetFaults, a driver over a simulated vendor library
+// through halsim_set_faults, sim/core/halsim_control.h).
 //
 // The oracle, besides "no crash, no sanitizer report, no leak":
 //  * every status is one of the codes documented for its call;
@@ -22,7 +22,6 @@
 //    failed and WaitIdle returns within 10 s, or the device is destroyed
 //    with work pending; either way every accepted operation has finished
 //    (each gets a private "done" semaphore as the last signal).
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +38,7 @@
 #include "hal/driver.h"
 #include "hal/semaphore.h"
 #include "hal/uri.h"
+#include "sim/core/halsim_control_loader.h"
 #include "sim/sim_context.h"
 #include "sim/sim_device.h"
 
@@ -70,38 +70,20 @@ constexpr Codes kQueueCodes = {StatusCode::kInvalidArgument,
 // The environment's device (the property tests' convention), the simulator
 // by default. A sim:// URI without a seed gets one from the input so that an
 // input replays exactly.
-std::string DeviceUriFor(uint8_t seed, bool* is_sim, bool* is_cuda) {
+std::string DeviceUriFor(uint8_t seed, bool* is_sim,
+                         const sim::HalsimControl** vendor_sim) {
   const char* env = std::getenv("HAL_TEST_DEVICE");
   std::string uri = env && *env ? env : "sim://?queues=4";
   StatusOr<DeviceUri> parsed = DeviceUri::Parse(uri);
   *is_sim = parsed.ok() && parsed->driver == "sim";
-  *is_cuda = parsed.ok() && parsed->driver == "cuda";
+  const sim::HalsimControl& control =
+      sim::FindHalsimControl(parsed.ok() ? parsed->driver : "");
+  *vendor_sim = control ? &control : nullptr;
   if (*is_sim && !parsed->has_param("seed")) {
     parsed->params["seed"] = std::to_string(seed);
     return parsed->ToString();
   }
   return uri;
-}
-
-// The CUDA API simulator's controls, when the driver runs over it.
-struct CudaSim {
-  int (*reset_schedule)(uint64_t) = nullptr;
-  int (*set_faults)(const char*) = nullptr;
-};
-const CudaSim& GetCudaSim() {
-  static const CudaSim sim = [] {
-    CudaSim s;
-    const char* library = std::getenv("HAL_CUDA_LIBRARY");
-    if (!library || !*library) return s;
-    void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) return s;
-    s.reset_schedule = reinterpret_cast<int (*)(uint64_t)>(
-        dlsym(handle, "halsim_cuda_reset_schedule"));
-    s.set_faults = reinterpret_cast<int (*)(const char*)>(
-        dlsym(handle, "halsim_cuda_set_faults"));
-    return s;
-  }();
-  return sim;
 }
 
 struct Observed {
@@ -137,8 +119,8 @@ struct Op {
 
 class Program {
  public:
-  Program(Ref<Device> device, bool is_sim, bool is_cuda)
-      : device_(std::move(device)), is_sim_(is_sim), is_cuda_(is_cuda) {}
+  Program(Ref<Device> device, bool is_sim, const sim::HalsimControl* vendor_sim)
+      : device_(std::move(device)), is_sim_(is_sim), vendor_sim_(vendor_sim) {}
 
   // `data` is a sequence of kRecordSize-byte records, one op each (an op
   // reads its arguments from its record only, zeros past its end).
@@ -1019,19 +1001,24 @@ class Program {
       }
       sim_faults_ |= plan.fail_op || plan.op_fail_ppm || plan.lose_device_at;
       Check(sim::SimSetFaults(device_.get(), plan), {}, "SimSetFaults");
-    } else if (is_cuda_ && GetCudaSim().set_faults) {
-      static const char* kPlans[] = {"",
-                                     "alloc=1",
-                                     "alloc=2",
-                                     "op=1",
-                                     "op=3",
-                                     "op_ppm=100000",
-                                     "alloc_ppm=200000",
-                                     "late_event_us=500,late_event_ppm=250000",
-                                     "op=2,alloc=2"};
+    } else if (vendor_sim_ && vendor_sim_->set_faults) {
+      // The fault grammar's names (sim/core/fault_plan.h), and the older
+      // aliases in the last two.
+      static const char* kPlans[] = {
+          "",
+          "fail_alloc=1",
+          "fail_alloc=2",
+          "fail_op=1",
+          "fail_op=3",
+          "op_fail_ppm=100000",
+          "alloc_fail_ppm=200000",
+          "late_signal_us=500,late_signal_ppm=250000",
+          "slow_ppm=300000",
+          "late_event_us=500,late_event_ppm=250000",
+          "op=2,alloc=2"};
       HAL_FUZZ_CHECK(
-          GetCudaSim().set_faults(kPlans[in_->Below(std::size(kPlans))]) == 0,
-          "halsim_cuda_set_faults refused a plan");
+          vendor_sim_->set_faults(kPlans[in_->Below(std::size(kPlans))]) == 0,
+          "halsim_set_faults refused a plan");
     }
   }
 
@@ -1172,7 +1159,8 @@ class Program {
 
   FuzzInput* in_ = nullptr;
   Ref<Device> device_;
-  bool is_sim_, is_cuda_;
+  bool is_sim_;
+  const sim::HalsimControl* vendor_sim_;  // null: not over a vendor simulator
   // HAL_FUZZ_VERBOSE=1: print each op and status (to see what an input does).
   bool verbose_ = std::getenv("HAL_FUZZ_VERBOSE") != nullptr;
   bool sim_faults_ = false;
@@ -1190,20 +1178,20 @@ class Program {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // Two header bytes: the seed (sim:// without seed=, and the CUDA API
-  // simulator's schedule) and flags (bit 0: fail every semaphore and
+  // Two header bytes: the seed (sim:// without seed=, and a simulated vendor
+  // library's schedule) and flags (bit 0: fail every semaphore and
   // WaitIdle at the end rather than destroy the device with work pending).
   FuzzInput header(data, std::min<size_t>(size, 2));
   uint8_t seed = header.U8();
   bool fail_all_at_end = header.U8() & 1;
-  bool is_sim, is_cuda;
-  std::string uri = DeviceUriFor(seed, &is_sim, &is_cuda);
-  if (is_cuda) {
+  bool is_sim;
+  const sim::HalsimControl* vendor_sim;
+  std::string uri = DeviceUriFor(seed, &is_sim, &vendor_sim);
+  if (vendor_sim) {
     // Per input: no faults left from the last one, and the schedule
     // restarted under the input's seed so that it replays.
-    const CudaSim& cuda = GetCudaSim();
-    if (cuda.set_faults) cuda.set_faults("");
-    if (cuda.reset_schedule) cuda.reset_schedule(seed);
+    if (vendor_sim->set_faults) vendor_sim->set_faults("");
+    vendor_sim->reset_schedule(seed);
   }
   StatusOr<Ref<Device>> device = DefaultDriverRegistry().CreateDevice(uri);
   if (!device.ok()) {
@@ -1212,7 +1200,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   size_t skip = std::min<size_t>(size, 2);
-  Program(std::move(device).value(), is_sim, is_cuda)
+  Program(std::move(device).value(), is_sim, vendor_sim)
       .Run(data + skip, size - skip, fail_all_at_end);
   return 0;
 }

@@ -1,12 +1,11 @@
 #include "property_tests/property_util.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstdlib>
 
 #include "hal/driver.h"
 #include "hal/uri.h"
+#include "sim/core/halsim_control_loader.h"
 
 namespace hal {
 
@@ -35,19 +34,13 @@ std::string CaseDeviceUri(uint64_t sim_seed) {
     parsed->params["seed"] = std::to_string(sim_seed);
     return parsed->ToString();
   }
-  // The CUDA driver over the CUDA API simulator: the case's seed restarts
-  // the simulator's schedule (sim/cuda/sim_libcuda.h), for the same reason.
-  const char* library = std::getenv("HAL_CUDA_LIBRARY");
-  if (parsed.ok() && parsed->driver == "cuda" && library && *library) {
-    // Looked up once: the library stays loaded for the process.
-    static const auto reset = [library] {
-      void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-      return handle ? reinterpret_cast<int (*)(uint64_t)>(
-                          dlsym(handle, "halsim_cuda_reset_schedule"))
-                    : nullptr;
-    }();
-    if (reset && reset(sim_seed) == 0) {
-      RC_LOG() << "CUDA API simulator schedule seed: " << sim_seed
+  // A driver over a simulated vendor library (sim/core/halsim_control.h):
+  // the case's seed restarts the library's schedule, for the same reason.
+  if (parsed.ok()) {
+    const sim::HalsimControl& control = sim::FindHalsimControl(parsed->driver);
+    if (control && control.reset_schedule(sim_seed) == 0) {
+      RC_LOG() << "simulated " << parsed->driver
+               << " library schedule seed: " << sim_seed
                << " (HAL_SIM_SEED=" << sim_seed << " pins it)" << std::endl;
     }
   }
@@ -58,7 +51,8 @@ Ref<Device> CreateCaseDevice(const std::string& uri) {
   RC_LOG() << "device: HAL_TEST_DEVICE='" << uri << "'" << std::endl;
   StatusOr<Ref<Device>> device = DefaultDriverRegistry().CreateDevice(uri);
   if (!device.ok()) {
-    RC_FAIL("cannot create device '" + uri + "': " + device.status().ToString());
+    RC_FAIL("cannot create device '" + uri +
+            "': " + device.status().ToString());
   }
   return std::move(device).value();
 }
@@ -69,12 +63,11 @@ void PrintBanner(const char* property) {
   std::printf(
       "property: %s\n"
       "device:   %s\n"
-      "sim seed: %s (the simulator's, or the CUDA API simulator's)\n"
+      "sim seed: %s (the simulator's, or the simulated vendor library's)\n"
       "A failure prints the shrunk list of HAL calls, the device URI (with "
       "the simulator seed) and RC_PARAMS=\"reproduce=...\"; rerun with both "
       "to replay it (docs/testing.md).\n",
-      property,
-      uri && *uri ? uri : "sim://?queues=4",
+      property, uri && *uri ? uri : "sim://?queues=4",
       seed && *seed ? seed : "drawn per case (shown on failure)");
   std::fflush(stdout);
 }

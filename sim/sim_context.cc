@@ -9,15 +9,15 @@ namespace hal::sim {
 
 StatusOr<SimFaultPlan> SimFaultPlan::FromUri(const DeviceUri& uri) {
   SimFaultPlan p;
-  HAL_ASSIGN_OR_RETURN(p.fail_alloc, uri.GetUint("fail_alloc", 0));
-  HAL_ASSIGN_OR_RETURN(uint64_t a, uri.GetUint("alloc_fail_ppm", 0, 0, 1000000));
-  HAL_ASSIGN_OR_RETURN(p.fail_op, uri.GetUint("fail_op", 0));
-  HAL_ASSIGN_OR_RETURN(uint64_t o, uri.GetUint("op_fail_ppm", 0, 0, 1000000));
-  HAL_ASSIGN_OR_RETURN(uint64_t s, uri.GetUint("slow_ppm", 0, 0, 1000000));
-  HAL_ASSIGN_OR_RETURN(p.lose_device_at, uri.GetUint("lose_device_at", 0));
-  p.alloc_fail_ppm = static_cast<uint32_t>(a);
-  p.op_fail_ppm = static_cast<uint32_t>(o);
-  p.slow_ppm = static_cast<uint32_t>(s);
+  for (const char* name : {"fail_alloc", "alloc_fail_ppm", "fail_op",
+                           "op_fail_ppm", "slow_ppm", "lose_device_at"}) {
+    if (!uri.has_param(name)) continue;
+    HAL_ASSIGN_OR_RETURN(uint64_t value, uri.GetUint(name, 0));
+    std::string error;
+    if (!p.Set(name, value, &error)) {
+      return InvalidArgumentError("device URI parameter: %s", error.c_str());
+    }
+  }
   return p;
 }
 

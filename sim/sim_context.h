@@ -21,6 +21,7 @@
 #include "hal/status.h"
 #include "hal/types.h"
 #include "hal/uri.h"
+#include "sim/core/fault_plan.h"
 #include "sim/sim_core.h"
 
 namespace hal::sim {
@@ -35,21 +36,12 @@ struct SimAccess {
   bool free = false;  // the op releases the buffer (dealloca)
 };
 
-// Faults on request: from the URI (fail_alloc=N, alloc_fail_ppm=P,
+// Faults on request, in the one fault grammar of every simulator
+// (sim/core/fault_plan.h): from the URI (fail_alloc=N, alloc_fail_ppm=P,
 // fail_op=N, op_fail_ppm=P, slow_ppm=P, lose_device_at=T) or SetFaults().
-struct SimFaultPlan {
-  uint64_t fail_alloc = 0;      // fail the Nth allocation (1-based; 0 = never)
-  uint32_t alloc_fail_ppm = 0;  // seeded rate, parts per million
-  uint64_t fail_op = 0;         // fail the Nth queue operation to run
-  uint32_t op_fail_ppm = 0;
-  uint32_t slow_ppm = 0;        // an op takes 100x its drawn duration
-  uint64_t lose_device_at = 0;  // virtual ns; 0 = never
-
+// The late_signal_* faults are the vendor simulators' (no URI parameter).
+struct SimFaultPlan : FaultPlan {
   static StatusOr<SimFaultPlan> FromUri(const DeviceUri& uri);
-  bool any() const {
-    return fail_alloc || alloc_fail_ppm || fail_op || op_fail_ppm || slow_ppm ||
-           lose_device_at;
-  }
 };
 
 class SimContext;
@@ -64,7 +56,9 @@ class TraceLine {
     line_.append(text);
     return *this;
   }
-  TraceLine& operator<<(const char* text) { return *this << std::string_view(text); }
+  TraceLine& operator<<(const char* text) {
+    return *this << std::string_view(text);
+  }
   TraceLine& operator<<(uint64_t value) {
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof(buf), value);

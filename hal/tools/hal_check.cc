@@ -6,9 +6,9 @@
 // Seeds: a run has one seed, printed first (`seed: N`). For the simulator it
 // is `seed=N` in the URI (drawn when absent) and each test's device gets the
 // seed derived from it and the test's name (hal::cts::DeriveTestSeed), so a
-// failing test replays alone. For a driver over a vendor-API simulator it is
-// HALSIM_<DRIVER>_SEED (cuda:// -> HALSIM_CUDA_SEED, read by
-// libhalsim_cuda.so), drawn and set when absent.
+// failing test replays alone. For a driver over a simulated vendor library
+// it is HALSIM_SEED (sim/core/halsim_control.h; the older per-driver
+// HALSIM_<DRIVER>_SEED is read as an alias), drawn and set when absent.
 //
 // --seeds=A..B runs the suite once per seed, each in its own child process
 // and process group with a time limit, and reports every seed as ok, FAIL,
@@ -66,9 +66,9 @@ the run's trace hash (where the driver has one) and RESULT: PASS or FAIL.
   --gtest_filter=...  and other --gtest_* flags: passed to gtest.
   --help, -h          this text.
 
-The seed: `seed=N` in a sim:// URI, or HALSIM_<DRIVER>_SEED in the
-environment for a driver over a vendor-API simulator (HALSIM_CUDA_SEED);
-drawn at random when absent. Each test's device is seeded from the run seed
+The seed: `seed=N` in a sim:// URI, or HALSIM_SEED in the environment for
+a driver over a simulated vendor library (HALSIM_<DRIVER>_SEED is an older
+alias); drawn at random when absent. Each test's device is seeded from the run seed
 and the test's name, so `--gtest_filter=Suite.Test` with the same run seed
 replays one test.
 
@@ -197,7 +197,8 @@ struct RunSetup {
   const hal::cts::Backend* backend = nullptr;
   hal::DeviceUri base;  // the URI without the seed parameter
   uint64_t seed = 0;
-  std::string seed_env;  // HALSIM_<DRIVER>_SEED when the seed is not in the URI
+  std::string seed_env;    // HALSIM_SEED when the seed is not in the URI
+  std::string seed_alias;  // HALSIM_<DRIVER>_SEED, read when it is unset
 
   // The device URI of the whole run (with the run seed).
   std::string RunUri(uint64_t run_seed) const {
@@ -218,7 +219,7 @@ struct RunSetup {
       auto eq = kv.find('=');
       if (eq == std::string::npos) continue;
       std::string name = kv.substr(0, eq);
-      if (name == seed_env) continue;
+      if (name == seed_env || name == seed_alias) continue;
       if (name.rfind("HAL_", 0) != 0 && name.rfind("HALSIM_", 0) != 0) continue;
       out += name + "=" + ShellQuote(kv.substr(eq + 1)) + " ";
     }
@@ -648,13 +649,18 @@ int main(int argc, char** argv) {
       run.base.params.erase(it);
     }
   } else {
-    run.seed_env = "HALSIM_";
+    run.seed_env = "HALSIM_SEED";
+    run.seed_alias = "HALSIM_";
     for (char c : run.backend->name) {
-      run.seed_env +=
+      run.seed_alias +=
           static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
-    run.seed_env += "_SEED";
-    if (const char* env = std::getenv(run.seed_env.c_str())) given = env;
+    run.seed_alias += "_SEED";
+    if (const char* env = std::getenv(run.seed_env.c_str())) {
+      given = env;
+    } else if (const char* alias = std::getenv(run.seed_alias.c_str())) {
+      given = alias;
+    }
   }
   if (!given.empty()) {
     if (!ParseU64(given, &run.seed)) {

@@ -20,7 +20,8 @@ void RegisterCudaCtsBackend() {
   // undefined (the CUDA API simulator only bounds them by the allocation,
   // and reports CUDA_ERROR_ILLEGAL_ADDRESS past it), and no read-only
   // binding is enforced by CUDA.
-  // Through the CUDA API simulator (HAL_CUDA_LIBRARY): its trace hash, for
+  // Through the CUDA API simulator (HAL_CUDA_LIBRARY): its trace hash
+  // (sim/core/halsim_control.h), for
   // hal-check's run trace hash. It covers the whole process so far, which is
   // as deterministic as the schedule (docs/drivers/cuda.md).
   b.trace_hash = [](Device*) -> StatusOr<uint64_t> {
@@ -28,7 +29,7 @@ void RegisterCudaCtsBackend() {
     void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
     if (!lib) return UnavailableError("not the CUDA API simulator");
     auto* hash =
-        reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_trace_hash"));
+        reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_trace_hash"));
     StatusOr<uint64_t> result =
         hash ? StatusOr<uint64_t>(hash())
              : UnavailableError("not the CUDA API simulator");

@@ -1,6 +1,6 @@
 # Replays the CUDA API simulator's schedule through the whole CUDA driver:
 # runs the conformance suite twice with one seed and once with another, and
-# checks that the first two traces (HALSIM_CUDA_TRACE) are identical and the
+# checks that the first two traces (HALSIM_TRACE) are identical and the
 # third differs. A 3 ms settle window (and RUN_SERIAL in ctest): an ASan
 # build among other tests once stalled a host thread past the default 1 ms
 # in the middle of a submission (docs/drivers/cuda.md). Run by ctest (cuda-sim.replay):
@@ -18,13 +18,13 @@ foreach(name seed IN ZIP_LISTS names seeds)
   set(trace "${OUT_DIR}/trace-${name}.txt")
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env
-            HAL_CUDA_LIBRARY=${SIM_LIBRARY} HALSIM_CUDA_SEED=${seed}
-            HALSIM_CUDA_TRACE=${trace} HALSIM_CUDA_RACES=abort
-            HALSIM_CUDA_SETTLE_US=3000
+            HAL_CUDA_LIBRARY=${SIM_LIBRARY} HALSIM_SEED=${seed}
+            HALSIM_TRACE=${trace} HALSIM_RACES=abort
+            HALSIM_SETTLE_US=3000
             ${HAL_CHECK} --device=cuda://?queues=4
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "hal-check with HALSIM_CUDA_SEED=${seed} failed (${rc}):\n${out}\n${err}")
+    message(FATAL_ERROR "hal-check with HALSIM_SEED=${seed} failed (${rc}):\n${out}\n${err}")
   endif()
   file(SHA256 "${trace}" hash_${name})
   file(STRINGS "${trace}" lines_${name})
@@ -35,7 +35,7 @@ if(NOT hash_a STREQUAL hash_b)
   execute_process(COMMAND diff "${OUT_DIR}/trace-a.txt" "${OUT_DIR}/trace-b.txt"
                   OUTPUT_VARIABLE diff_out)
   string(SUBSTRING "${diff_out}" 0 2000 diff_out)
-  message(FATAL_ERROR "HALSIM_CUDA_SEED=${SEED} did not replay: the two traces differ:\n${diff_out}")
+  message(FATAL_ERROR "HALSIM_SEED=${SEED} did not replay: the two traces differ:\n${diff_out}")
 endif()
 if(hash_a STREQUAL hash_c)
   message(FATAL_ERROR "seeds ${SEED} and ${OTHER_SEED} gave the same trace: the seed does not drive the schedule")

@@ -1,0 +1,520 @@
+// The engine's queues, scheduler thread, signals, settle rule, race checker
+// and trace (see engine.h). Memory is in engine_memory.cc, work in
+// engine_work.cc.
+#include "sim/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace hal::sim::engine {
+
+// One in-order queue of ops.
+class Queue {
+ public:
+  uint64_t id = 0;  // creation order: trace names and tie-breaks
+  std::deque<Op> ops;
+  uint64_t enqueued = 0;
+  uint64_t completed = 0;
+  bool head_started = false;  // the head op is in flight (virtual time)
+  uint64_t head_start = 0;
+  uint64_t head_finish = 0;
+};
+
+namespace {
+
+// Static TLS (initial-exec), not the dynamic TLS a dlopen'd library gets by
+// default. A precaution: ASan runs of the cuda-sim CTS crashed a few times in
+// LeakSanitizer's exit-time scan ("Tracer caught signal 11") on a loaded
+// machine; dynamic TLS of dlopen'd libraries is a suspect, not a proven cause.
+#define HALSIM_TLS __attribute__((tls_model("initial-exec")))
+thread_local bool t_in_host_callback HALSIM_TLS = false;
+// The engines this thread is inside a HostCall of (nesting; deeper ones
+// than kMaxHostCallDepth count again, harmlessly: the settle rule only
+// asks whether any call is active).
+constexpr int kMaxHostCallDepth = 4;
+thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
+    {};
+thread_local int t_host_call_depth HALSIM_TLS = 0;
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// After kMaxSettleNs of host activity the engine steps anyway.
+constexpr int64_t kMaxSettleNs = 20'000'000;
+
+// Runs host code on the engine thread with InHostCallback() true.
+void RunAsHostCallback(const std::function<void()>& fn) {
+  t_in_host_callback = true;
+  fn();
+  t_in_host_callback = false;
+}
+
+}  // namespace
+
+bool Holds(uint64_t value, Cond cond, uint64_t operand) {
+  switch (cond) {
+    case Cond::kGe:
+      return value >= operand;
+    case Cond::kEq:
+      return value == operand;
+    case Cond::kNe:
+      return value != operand;
+    case Cond::kLt:
+      return value < operand;
+  }
+  return false;
+}
+
+Engine::Engine(Options options)
+    : options_(options), settle_ns_(options.settle_ns) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  for (Queue* queue : queues_) delete queue;
+  for (auto& [base, a] : allocations_) {
+    if (a.kind != MemoryKind::kRegistered) {
+      std::free(reinterpret_cast<void*>(base));
+    }
+  }
+  for (auto& [base, freed] : quarantine_) {
+    std::free(reinterpret_cast<void*>(base));
+  }
+  if (trace_file_) std::fclose(trace_file_);
+}
+
+// --- Control. ---
+
+Error Engine::ResetSchedule(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Queue* queue : queues_) {
+    if (!queue->ops.empty()) return Error::kBusy;
+  }
+  seed_ = seed;
+  schedule_reset_ = true;
+  schedule_ = SimRandom(seed);
+  ResetFaultRandomLocked();
+  allocs_ = 0;
+  ops_run_ = 0;
+  now_ns_ = 0;
+  trace_ = TraceHash();
+  trace_queue_base_ = next_queue_id_;
+  return Error::kOk;
+}
+
+bool Engine::schedule_was_reset() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return schedule_reset_;
+}
+
+bool Engine::SetFaults(const FaultPlan& plan, std::string* error) {
+  if (plan.lose_device_at) {
+    if (error) *error = "lose_device_at is not simulated by this library";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  faults_ = plan;
+  allocs_ = 0;
+  ops_run_ = 0;
+  ResetFaultRandomLocked();
+  return true;
+}
+
+void Engine::SetSettleNs(int64_t ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  settle_ns_ = ns;
+}
+
+void Engine::SetAbortOnRace(bool abort) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abort_on_race_ = abort;
+}
+
+bool Engine::SetTraceFile(const char* path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (trace_file_) std::fclose(trace_file_);
+  trace_file_ = std::fopen(path, "w");
+  if (!trace_file_) return false;
+  std::fprintf(trace_file_, "# %s seed %llu\n", options_.log_prefix,
+               (unsigned long long)seed_);
+  return true;
+}
+
+void Engine::PauseHostFunctions(bool paused) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  host_functions_paused_ = paused;
+  cv_.notify_all();
+}
+
+uint64_t Engine::seed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seed_;
+}
+uint64_t Engine::trace_hash() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_.value();
+}
+uint64_t Engine::trace_length() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_.lines();
+}
+uint64_t Engine::virtual_time_ns() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return now_ns_;
+}
+Counters Engine::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counters_;
+}
+
+void Engine::ResetFaultRandomLocked() {
+  fault_random_ = SimRandom(seed_ ^ kFaultStreamSalt);
+}
+
+bool Engine::AllocFaultLocked() {
+  ++allocs_;
+  return (faults_.fail_alloc != 0 && allocs_ == faults_.fail_alloc) ||
+         fault_random_.Chance(faults_.alloc_fail_ppm);
+}
+
+bool Engine::OpFaultLocked() {
+  ++ops_run_;
+  return (faults_.fail_op != 0 && ops_run_ == faults_.fail_op) ||
+         fault_random_.Chance(faults_.op_fail_ppm);
+}
+
+uint64_t Engine::DrawLateSignalNs() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fault_random_.Chance(faults_.late_signal_ppm)
+             ? faults_.late_signal_us * 1000
+             : 0;
+}
+
+// --- Host calls. ---
+
+Engine::HostCall::HostCall(Engine& engine) : engine_(&engine) {
+  const int known = std::min(t_host_call_depth, kMaxHostCallDepth);
+  for (int i = 0; i < known; ++i) {
+    if (t_host_call_engines[i] == &engine) {
+      engine_ = nullptr;
+      return;
+    }
+  }
+  if (t_host_call_depth < kMaxHostCallDepth) {
+    t_host_call_engines[t_host_call_depth] = &engine;
+  }
+  ++t_host_call_depth;
+  engine.active_calls_.fetch_add(1);
+}
+
+Engine::HostCall::~HostCall() {
+  if (!engine_) return;
+  --t_host_call_depth;
+  engine_->last_activity_ns_.store(SteadyNs());
+  engine_->active_calls_.fetch_sub(1);
+}
+
+bool Engine::InHostCallback() { return t_in_host_callback; }
+
+Work Engine::AsHostCallback(std::function<void()> fn) {
+  return [fn = std::move(fn)] { RunAsHostCallback(fn); };
+}
+
+void Engine::CountHostCallbackViolation() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.host_callback_violations;
+}
+
+void Engine::CountUnsignalledWait() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.unsignalled_waits;
+}
+
+void Engine::CountGraphRun() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.graphs_run;
+}
+
+// Inside a HostCall, while the thread blocks until the device gets
+// somewhere: the engine may step meanwhile.
+void Engine::BlockLocked(std::unique_lock<std::mutex>& lock,
+                         const std::function<bool()>& done) {
+  HostCall call(*this);  // counts the thread if the caller did not
+  active_calls_.fetch_sub(1);
+  ++sync_waiters_;
+  cv_.wait(lock, done);
+  --sync_waiters_;
+  active_calls_.fetch_add(1);
+}
+
+// --- Queues. ---
+
+Queue* Engine::CreateQueue() {
+  auto* queue = new Queue();
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue->id = next_queue_id_++;
+  queues_.push_back(queue);
+  StartEngineLocked();
+  return queue;
+}
+
+void Engine::DestroyQueue(Queue* queue) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    BlockLocked(lock, [&] { return queue->ops.empty(); });
+    queues_.erase(std::find(queues_.begin(), queues_.end(), queue));
+  }
+  delete queue;
+}
+
+Error Engine::Enqueue(Queue* queue, Op op) {
+  if (!queue) return Error::kInvalidValue;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++queue->enqueued;
+  op.seq = ++ops_enqueued_;
+  queue->ops.push_back(std::move(op));
+  cv_.notify_all();
+  return Error::kOk;
+}
+
+void Engine::Synchronize(Queue* queue) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  uint64_t target = queue->enqueued;
+  BlockLocked(lock, [&] { return queue->completed >= target; });
+}
+
+Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.host_functions_launched;
+  }
+  Op op;
+  op.name = "host_function";
+  op.host = true;
+  op.host_function = true;
+  op.run = [this, fn = std::move(fn)] {
+    RunAsHostCallback(fn);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.host_functions_run;
+  };
+  return Enqueue(queue, std::move(op));
+}
+
+// --- Signals. ---
+
+SignalPtr Engine::CreateSignal(uint64_t initial) {
+  return std::make_shared<Signal>(initial);
+}
+
+uint64_t Engine::SignalValue(const SignalPtr& signal, Error* status) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (status) *status = signal->status_;
+  return signal->value_;
+}
+
+void Engine::ApplySignalLocked(const SignalUpdate& u) {
+  Signal& s = *u.signal;
+  switch (u.op) {
+    case SignalOp::kSet:
+      s.value_ = u.value;
+      break;
+    case SignalOp::kMax:
+      s.value_ = std::max(s.value_, u.value);
+      break;
+    case SignalOp::kAdd:
+      s.value_ += u.value;
+      break;
+    case SignalOp::kSub:
+      s.value_ -= u.value;
+      break;
+  }
+  if (u.status_from) s.status_ = u.status_from->error();
+}
+
+void Engine::UpdateSignal(const SignalPtr& signal, SignalOp op,
+                          uint64_t value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ApplySignalLocked({signal, op, value, nullptr});
+  cv_.notify_all();
+}
+
+Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  BlockLocked(lock, [&] { return Holds(signal->value_, cond, value); });
+  return signal->status_;
+}
+
+uint64_t Engine::OldestPendingOpLocked() const {
+  uint64_t oldest = ops_enqueued_ + 1;
+  for (const Queue* queue : queues_) {
+    if (!queue->ops.empty()) oldest = std::min(oldest, queue->ops.front().seq);
+  }
+  return oldest;
+}
+
+// --- The engine thread. ---
+
+void Engine::StartEngineLocked() {
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { EngineMain(); });
+}
+
+// Returns once the host has been quiet for the settle window, or after
+// kMaxSettleNs of activity (counted: the trace may not replay).
+void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
+  if (settle_ns_ <= 0) return;
+  const int64_t start = SteadyNs();
+  for (;;) {
+    const int64_t now = SteadyNs();
+    const int64_t quiet = now - last_activity_ns_.load();
+    if (active_calls_.load() == 0 && quiet >= settle_ns_) return;
+    if (now - start > kMaxSettleNs) {
+      ++counters_.unsettled_steps;
+      return;
+    }
+    int64_t wait = settle_ns_ - quiet;
+    cv_.wait_for(lock,
+                 std::chrono::nanoseconds(std::max<int64_t>(wait, 20'000)));
+    if (stopping_) return;
+  }
+}
+
+void Engine::TraceLocked(const char* text) {
+  trace_.AddLine(text);
+  if (trace_file_) {
+    std::fprintf(trace_file_, "%s\n", text);
+    std::fflush(trace_file_);
+  }
+}
+
+bool Engine::ReadyLocked(const Op& op) const {
+  if (op.host_function && host_functions_paused_) return false;
+  for (const Wait& w : op.waits) {
+    if (!Holds(w.signal->value_, w.cond, w.value)) return false;
+  }
+  return true;
+}
+
+// `queue`'s head just started; compares it with the ops in flight on other
+// queues.
+void Engine::CheckRacesLocked(Queue* queue) {
+  const Op& op = queue->ops.front();
+  if (op.write.empty() && op.read.empty()) return;
+  auto shown = [](const Op& o) -> const Range& {
+    return o.write.empty() ? o.read : o.write;
+  };
+  for (Queue* other : queues_) {
+    if (other == queue || !other->head_started ||
+        other->head_finish <= queue->head_start) {
+      continue;
+    }
+    const Op& o = other->ops.front();
+    const char* what = nullptr;
+    if (op.write.Overlaps(o.write)) {
+      what = "both write";
+    } else if (op.write.Overlaps(o.read)) {
+      what = "the first writes what the second reads";
+    } else if (op.read.Overlaps(o.write)) {
+      what = "the second writes what the first reads";
+    }
+    if (!what) continue;
+    ++counters_.races;
+    std::fprintf(stderr,
+                 "%s: race (seed %llu, virtual t=%llu ns): %s on stream %llu "
+                 "[0x%llx, 0x%llx) and %s on stream %llu [0x%llx, 0x%llx) "
+                 "run at the same time and %s; no event orders them\n",
+                 options_.log_prefix, (unsigned long long)seed_,
+                 (unsigned long long)queue->head_start, op.name,
+                 (unsigned long long)(queue->id - trace_queue_base_),
+                 (unsigned long long)shown(op).begin,
+                 (unsigned long long)shown(op).end, o.name,
+                 (unsigned long long)(other->id - trace_queue_base_),
+                 (unsigned long long)shown(o).begin,
+                 (unsigned long long)shown(o).end, what);
+    if (abort_on_race_) std::abort();
+  }
+}
+
+// Starts every head op that may start (in queue creation order, so the
+// duration draws follow the seed) and returns the queue whose op finishes
+// first, or null when nothing can run.
+Queue* Engine::StartReadyHeadsLocked() {
+  Queue* next = nullptr;
+  for (Queue* queue : queues_) {
+    if (queue->ops.empty()) continue;
+    if (!queue->head_started) {
+      Op& op = queue->ops.front();
+      if (!ReadyLocked(op)) continue;
+      queue->head_started = true;
+      queue->head_start = now_ns_;
+      uint64_t duration = 0;
+      if (!op.zero_time) {
+        duration = DrawOpDuration(schedule_);
+        if (fault_random_.Chance(faults_.slow_ppm)) duration *= 100;
+      }
+      queue->head_finish = now_ns_ + duration + op.extra_ns;
+      CheckRacesLocked(queue);
+    }
+    if (!next || queue->head_finish < next->head_finish) next = queue;
+  }
+  return next;
+}
+
+void Engine::EngineMain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    bool any = false;
+    for (Queue* queue : queues_) any = any || !queue->ops.empty();
+    if (!any) {
+      cv_.wait(lock);
+      continue;
+    }
+    SettleLocked(lock);
+    if (stopping_) break;
+    Queue* next = StartReadyHeadsLocked();
+    if (!next) {
+      cv_.wait(lock);  // every head waits (on a signal, a paused host fn)
+      continue;
+    }
+    now_ns_ = next->head_finish;
+    Op& op = next->ops.front();
+    char line[160];
+    std::snprintf(line, sizeof(line), "t=%llu s%llu %s %llu",
+                  (unsigned long long)now_ns_,
+                  (unsigned long long)(next->id - trace_queue_base_), op.name,
+                  (unsigned long long)op.bytes);
+    TraceLocked(line);
+    // The op stays at the head (and so blocks its queue) while it runs.
+    Work run = std::move(op.run);
+    const bool host = op.host;
+    lock.unlock();
+    if (run) run();
+    run = nullptr;  // captured state goes without the lock
+    lock.lock();
+    for (const SignalUpdate& u : next->ops.front().signals) {
+      ApplySignalLocked(u);
+    }
+    next->ops.pop_front();
+    next->head_started = false;
+    ++next->completed;
+    ++counters_.steps;
+    TrimQuarantineLocked();
+    // Let the host react before the next step: to a host function (which
+    // wakes host threads), or to a completion a blocked wait may have been
+    // waiting for.
+    if (host || sync_waiters_ > 0) last_activity_ns_.store(SteadyNs());
+    cv_.notify_all();
+  }
+}
+
+}  // namespace hal::sim::engine
