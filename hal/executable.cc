@@ -171,6 +171,21 @@ Status CheckElf(const std::vector<uint8_t>& code, uint16_t machine,
         "module %zu: %s has ELF machine %u, expected %u", index, what, m,
         machine);
   }
+  // Loaders read the image in place from its headers (hipModuleLoadDataEx
+  // takes no size), so the section header table must lie inside it.
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, code.data() + 40, 8);
+  std::memcpy(&shentsize, code.data() + 58, 2);
+  std::memcpy(&shnum, code.data() + 60, 2);
+  const uint64_t table = uint64_t{shentsize} * shnum;
+  if (shoff > code.size() || table > code.size() - shoff) {
+    return InvalidArgumentError(
+        "module %zu: %s has section headers at [%llu, +%llu) outside its %zu "
+        "bytes",
+        index, what, static_cast<unsigned long long>(shoff),
+        static_cast<unsigned long long>(table), code.size());
+  }
   return OkStatus();
 }
 

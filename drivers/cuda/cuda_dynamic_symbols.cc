@@ -1,11 +1,11 @@
 #include "drivers/cuda/cuda_dynamic_symbols.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+
+#include "drivers/gpu/gpu_dynamic_library.h"
 
 namespace hal::cuda {
 
@@ -22,16 +22,10 @@ using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t,
 
 StatusOr<std::shared_ptr<const CudaSymbols>> LoadUncached(
     const std::string& path) {
-  // RTLD_LOCAL: the library's symbols stay out of the global namespace, so a
-  // simulator and a real libcuda never interpose on each other.
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char* err = dlerror();
-    return UnavailableError("CUDA: cannot load '%s' (%s); %s", path.c_str(),
-                            err ? err : "unknown error", kHint);
-  }
+  HAL_ASSIGN_OR_RETURN(gpu::DynamicLibrary library,
+                       gpu::DynamicLibrary::Open({path}, "CUDA", kHint));
   auto get_proc =
-      reinterpret_cast<GetProcAddressFn>(dlsym(library, "cuGetProcAddress_v2"));
+      reinterpret_cast<GetProcAddressFn>(library.Symbol("cuGetProcAddress_v2"));
   if (!get_proc) {
     return UnavailableError(
         "CUDA: '%s' has no cuGetProcAddress_v2: the driver is older than CUDA "
@@ -40,7 +34,6 @@ StatusOr<std::shared_ptr<const CudaSymbols>> LoadUncached(
   }
   auto symbols = std::make_shared<CudaSymbols>();
   symbols->library_path = path;
-  symbols->library = library;
 
   // Ask for the driver's version first, then resolve every symbol for the
   // older of the driver's version and the headers' (we were compiled against

@@ -25,7 +25,6 @@ inline constexpr int kMinDriverVersion = 12000;
 struct CudaSymbols {
   std::string library_path;
   int driver_version = 0;
-  void* library = nullptr;  // dlopen handle; never closed
 
 #define HAL_CUDA_REQUIRED_SYMBOL(name) decltype(&::name) name = nullptr;
 #define HAL_CUDA_OPTIONAL_SYMBOL(name) decltype(&::name) name = nullptr;

@@ -1,23 +1,17 @@
 #include "drivers/cuda/cuda_status.h"
 
-#include <atomic>
 #include <cstdarg>
-#include <cstdio>
-#include <mutex>
 #include <string>
+
+#include "drivers/gpu/gpu_api_error.h"
 
 namespace hal::cuda {
 
 namespace {
-std::mutex& HookMutex() {
-  static std::mutex mutex;
-  return mutex;
+gpu::FaultHookSlot& Hook() {
+  static auto* slot = new gpu::FaultHookSlot();
+  return *slot;
 }
-CudaFaultHook& Hook() {
-  static auto* hook = new CudaFaultHook();
-  return *hook;
-}
-std::atomic<bool> g_hook_set{false};
 }  // namespace
 
 StatusCode CudaResultCode(CUresult result) {
@@ -71,36 +65,24 @@ Status CudaResultToStatus(const CudaSymbols* syms, CUresult result,
   const char* text = nullptr;
   if (syms && syms->cuGetErrorName) syms->cuGetErrorName(result, &name);
   if (syms && syms->cuGetErrorString) syms->cuGetErrorString(result, &text);
-  char context[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(context, sizeof(context), format, args);
+  std::string message = gpu::ApiErrorMessage(
+      name ? std::string(name) : "CUDA error " + std::to_string(int(result)),
+      text, call, format, args);
   va_end(args);
-  std::string call_name(call);
-  if (auto paren = call_name.find('('); paren != std::string::npos) {
-    call_name.resize(paren);
-  }
-  std::string message =
-      (name ? std::string(name) : "CUDA error " + std::to_string(int(result))) +
-      " (" + (text ? text : "no description") + ") in " + call_name;
-  if (context[0]) message += std::string(": ") + context;
   return Status(CudaResultCode(result), std::move(message));
 }
 
 void SetCudaFaultHook(CudaFaultHook hook) {
-  std::lock_guard<std::mutex> lock(HookMutex());
-  Hook() = std::move(hook);
-  g_hook_set.store(static_cast<bool>(Hook()), std::memory_order_release);
+  if (!hook) return Hook().Set(nullptr);
+  Hook().Set([hook = std::move(hook)](std::string_view call) {
+    return static_cast<int>(hook(call));
+  });
 }
 
 CUresult CudaInjectedResult(const char* call) {
-  if (!g_hook_set.load(std::memory_order_acquire)) return CUDA_SUCCESS;
-  std::string_view name(call);
-  if (auto paren = name.find('('); paren != std::string_view::npos) {
-    name = name.substr(0, paren);
-  }
-  std::lock_guard<std::mutex> lock(HookMutex());
-  return Hook() ? Hook()(name) : CUDA_SUCCESS;
+  return static_cast<CUresult>(Hook().Injected(call));
 }
 
 }  // namespace hal::cuda

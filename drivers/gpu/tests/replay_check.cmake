@@ -1,11 +1,13 @@
-# Replays the CUDA API simulator's schedule through the whole CUDA driver:
-# runs the conformance suite twice with one seed and once with another, and
-# checks that the first two traces (HALSIM_TRACE) are identical and the
-# third differs. A 3 ms settle window (and RUN_SERIAL in ctest): an ASan
+# Replays a simulated vendor library's schedule through the whole driver
+# over it (CUDA, HIP): runs the conformance suite twice with one seed and once
+# with another, and checks that the first two traces (HALSIM_TRACE) are
+# identical and the third differs. A 3 ms settle window (and RUN_SERIAL in ctest): an ASan
 # build among other tests once stalled a host thread past the default 1 ms
-# in the middle of a submission (docs/drivers/cuda.md). Run by ctest (cuda-sim.replay):
-#   cmake -DHAL_CHECK=... -DSIM_LIBRARY=... -DOUT_DIR=... -DSEED=N -P replay_check.cmake
-foreach(var HAL_CHECK SIM_LIBRARY OUT_DIR SEED)
+# in the middle of a submission (docs/drivers/cuda.md). Run by ctest
+# (cuda-sim.replay, hip-sim.replay):
+#   cmake -DHAL_CHECK=... -DSIM_LIBRARY=... -DLIBRARY_VAR=HAL_<DRIVER>_LIBRARY
+#         -DDEVICE=<uri> -DOUT_DIR=... -DSEED=N -P replay_check.cmake
+foreach(var HAL_CHECK SIM_LIBRARY LIBRARY_VAR DEVICE OUT_DIR SEED)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "replay_check.cmake needs -D${var}=...")
   endif()
@@ -18,10 +20,10 @@ foreach(name seed IN ZIP_LISTS names seeds)
   set(trace "${OUT_DIR}/trace-${name}.txt")
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env
-            HAL_CUDA_LIBRARY=${SIM_LIBRARY} HALSIM_SEED=${seed}
+            ${LIBRARY_VAR}=${SIM_LIBRARY} HALSIM_SEED=${seed}
             HALSIM_TRACE=${trace} HALSIM_RACES=abort
             HALSIM_SETTLE_US=3000
-            ${HAL_CHECK} --device=cuda://?queues=4
+            ${HAL_CHECK} --device=${DEVICE}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "hal-check with HALSIM_SEED=${seed} failed (${rc}):\n${out}\n${err}")

@@ -1,0 +1,57 @@
+// What every GPU-stream driver (CUDA, HIP) does alike with a device URI:
+// the shared parameters, the device it names, and the GpuDevice it makes.
+//
+// URIs: <driver> (device 0), <driver>:N (ordinal), <driver>://GPU-<uuid>.
+// Parameters:
+//   library=PATH            the vendor library (else HAL_<DRIVER>_LIBRARY,
+//                           else the driver's default)
+//   queues=N                HAL queues, one stream each (default 2)
+//   async_allocations=0|1   queue_alloca/dealloca from the device's memory
+//                           pool in stream order (default 1 where the device
+//                           has pools)
+//   command_buffer_mode=stream|graph   replay onto the stream (default) or
+//                           build one API graph per command buffer
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "drivers/gpu/gpu_api.h"
+#include "hal/device.h"
+#include "hal/uri.h"
+
+namespace hal::gpu {
+
+struct GpuUriParams {
+  std::string library;  // empty: not given
+  int queues = 2;
+  bool graph_mode = false;
+};
+
+// Checks the URI's parameters (only the ones above), that it names at most
+// one device, and reads them. INVALID_ARGUMENT naming `driver` otherwise.
+StatusOr<GpuUriParams> ParseGpuUri(const DeviceUri& uri, const char* driver);
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints UUIDs.
+std::string FormatGpuUuid(const unsigned char bytes[16]);
+
+// The ordinal the URI names among `count` devices: 0 when none, N, or the
+// device whose `describe(i).uuid` is the GPU-<uuid> given. NOT_FOUND or
+// INVALID_ARGUMENT naming `driver`.
+StatusOr<int> ResolveGpuOrdinal(
+    const DeviceUri& uri, const char* driver, int count,
+    const std::function<StatusOr<DeviceInfo>(int)>& describe);
+
+// The device over `api`, as the URI asks: queues, async allocations
+// (INVALID_ARGUMENT when asked for without pools), command-buffer mode
+// (UNIMPLEMENTED when graphs are asked for and the library lacks them,
+// naming `library_path`). Records the choices in info.properties.
+StatusOr<Ref<Device>> CreateGpuDeviceFromUri(DeviceInfo info,
+                                             std::shared_ptr<GpuApi> api,
+                                             const DeviceUri& uri,
+                                             const GpuUriParams& params,
+                                             const std::string& library_path);
+
+}  // namespace hal::gpu
