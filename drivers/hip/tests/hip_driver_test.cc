@@ -1,0 +1,353 @@
+// The HIP driver against the HIP API simulator (HAL_HIP_SIM_LIBRARY), and
+// checks against Debian's real libamdhip64.so.5 that skip without it.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "drivers/hip/hip_device.h"
+#include "drivers/hip/hip_dynamic_symbols.h"
+#include "drivers/hip/hip_status.h"
+#include "hal/driver.h"
+
+namespace hal::hip {
+namespace {
+
+constexpr char kSimLibrary[] = HAL_HIP_SIM_LIBRARY;
+constexpr char kRealLibrary[] = "libamdhip64.so.5";
+
+// The simulator's controls (sim/core/halsim_control.h), from the library
+// the driver loaded.
+struct SimControls {
+  uint64_t (*launched)() = nullptr;
+  uint64_t (*run)() = nullptr;
+  uint64_t (*violations)() = nullptr;
+  uint64_t (*work_done)() = nullptr;
+  void (*pause)(int) = nullptr;
+  int (*set_faults)(const char*) = nullptr;
+};
+
+void* SimHandle() { return dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL); }
+
+template <typename F>
+F Sym(const char* name) {
+  return reinterpret_cast<F>(dlsym(SimHandle(), name));
+}
+
+SimControls Controls() {
+  SimControls c;
+  if (!SimHandle()) return c;
+  c.launched = Sym<uint64_t (*)()>("halsim_host_functions_launched");
+  c.run = Sym<uint64_t (*)()>("halsim_host_functions_run");
+  c.violations = Sym<uint64_t (*)()>("halsim_api_violations");
+  c.work_done = Sym<uint64_t (*)()>("halsim_work_done");
+  c.pause = Sym<void (*)(int)>("halsim_pause_host_functions");
+  c.set_faults = Sym<int (*)(const char*)>("halsim_set_faults");
+  return c;
+}
+
+DeviceUri SimUri(const std::string& params = "") {
+  auto parsed = DeviceUri::Parse("hip://?" + params);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  DeviceUri uri = parsed.ok() ? *parsed : DeviceUri{};
+  uri.driver = "hip";
+  uri.params["library"] = kSimLibrary;
+  return uri;
+}
+
+Ref<Device> OpenSimDevice(const std::string& params = "") {
+  auto device = CreateHipDevice(SimUri(params));
+  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  return device.ok() ? *device : Ref<Device>();
+}
+
+BufferParams HostParams() {
+  BufferParams p;
+  p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
+  p.usage = BufferUsage::kDefault | BufferUsage::kMapping;
+  return p;
+}
+
+class HipSim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controls_ = Controls();
+    ASSERT_NE(controls_.set_faults, nullptr)
+        << "simulator not found at " << kSimLibrary;
+    ASSERT_EQ(controls_.set_faults(""), 0);
+  }
+  void TearDown() override {
+    controls_.set_faults("");
+    controls_.pause(0);
+    SetHipFaultHook(nullptr);
+  }
+  SimControls controls_;
+};
+
+TEST_F(HipSim, SymbolsResolveWithDlsym) {
+  auto syms = ResolveHipSymbols({kSimLibrary});
+  ASSERT_TRUE(syms.ok()) << syms.status().ToString();
+#define HAL_HIP_REQUIRED_SYMBOL(name) \
+  EXPECT_NE((*syms)->name, nullptr) << #name;
+#define HAL_HIP_OPTIONAL_SYMBOL(name)
+#include "drivers/hip/hip_symbols.inc"
+#undef HAL_HIP_REQUIRED_SYMBOL
+#undef HAL_HIP_OPTIONAL_SYMBOL
+  // As Debian's 5.2.3: no hipLaunchHostFunc, so the driver's host functions
+  // go through hipStreamAddCallback in every test here.
+  EXPECT_EQ((*syms)->hipLaunchHostFunc, nullptr);
+  EXPECT_NE((*syms)->hipGraphInstantiateWithFlags, nullptr);
+}
+
+TEST_F(HipSim, MissingLibraryIsUnavailableWithHint) {
+  DeviceUri uri = SimUri();
+  uri.params["library"] = "/nonexistent/libamdhip64.so";
+  auto device = CreateHipDevice(uri);
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(device.status().message().find("/nonexistent/libamdhip64.so"),
+            std::string::npos);
+  EXPECT_NE(device.status().message().find("HAL_HIP_LIBRARY"),
+            std::string::npos)
+      << device.status().ToString();
+}
+
+TEST_F(HipSim, EnumerationAndUris) {
+  auto devices = EnumerateHipDevices(kSimLibrary);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 1u);
+  const DeviceInfo& info = (*devices)[0];
+  EXPECT_EQ(info.uri, "hip:0");
+  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
+  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  EXPECT_EQ(info.properties.at("compute_capability"), "9.0");
+  EXPECT_EQ(info.properties.at("warp_size"), "64");
+  EXPECT_EQ(info.properties.at("driver_version"), "5.2.3");
+  EXPECT_EQ(info.properties.at("memory_pools"), "yes");
+  EXPECT_GT(info.memory_bytes, 0u);
+
+  for (std::string id : {std::string("0"), info.uuid}) {
+    DeviceUri uri = SimUri();
+    uri.devices = {id};
+    auto device = CreateHipDevice(uri);
+    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
+    EXPECT_EQ((*device)->info().uuid, info.uuid);
+    EXPECT_EQ((*device)->info().properties.at("async_allocations"), "on");
+  }
+  DeviceUri missing = SimUri();
+  missing.devices = {"3"};
+  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
+  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
+  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
+  auto graph = CreateHipDevice(SimUri("command_buffer_mode=graph"));
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
+  EXPECT_EQ(CreateHipDevice(SimUri("command_buffer_mode=tape")).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateHipDevice(SimUri("colour=red")).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Two queues (two HIP streams): queue 0 fills a device buffer and signals
+// s=1; queue 1 waits s>=1 and copies the buffer to host memory. With host
+// callbacks held back, the copy still lands, and the host never sees s=1
+// before that: the wait was a hipStreamWaitEvent on queue 0's event, with
+// no host round trip.
+TEST_F(HipSim, DeviceToDeviceChainMakesNoHostRoundTrip) {
+  Ref<Device> device = OpenSimDevice("queues=2");
+  ASSERT_TRUE(device);
+  constexpr DeviceSize kSize = 4096;
+  BufferParams device_params;
+  device_params.type = MemoryType::kDeviceLocal;
+  auto source = device->allocator()->AllocateBuffer(device_params, kSize);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto target = device->allocator()->AllocateBuffer(HostParams(), kSize);
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  ASSERT_TRUE((*target)->MapZero(0, kSize).ok());
+  auto mapping = (*target)->Map(MappingMode::kPersistent, MemoryAccess::kRead);
+  ASSERT_TRUE(mapping.ok());
+  auto s = device->CreateSemaphore(0);
+  auto t = device->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok() && t.ok());
+
+  const uint64_t launched_before = controls_.launched();
+  const uint64_t run_before = controls_.run();
+  const uint64_t work_before = controls_.work_done();
+  controls_.pause(1);
+  const uint32_t pattern = 0xA5A5A5A5u;
+  SemaphorePoint s1{s->get(), 1}, t1{t->get(), 1};
+  ASSERT_TRUE(
+      device->QueueFill(1, {}, {&s1, 1}, source->get(), 0, kSize, &pattern, 4)
+          .ok());
+  ASSERT_TRUE(device
+                  ->QueueCopy(2, {&s1, 1}, {&t1, 1}, source->get(), 0,
+                              target->get(), 0, kSize)
+                  .ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (controls_.work_done() - work_before < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(controls_.work_done() - work_before, 2u)
+      << "the copy on queue 1 did not run while host callbacks were held: "
+         "it waited for the host";
+  EXPECT_EQ(controls_.run(), run_before);
+  EXPECT_EQ(*(*s)->Query(), 0u);
+  EXPECT_EQ(controls_.launched() - launched_before, 2u)
+      << "one completion callback per operation";
+  controls_.pause(0);
+  EXPECT_TRUE((*t)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  EXPECT_EQ(*(*s)->Query(), 1u);
+  const uint8_t* bytes = mapping->data();
+  EXPECT_EQ(bytes[0], 0xA5);
+  EXPECT_EQ(bytes[kSize - 1], 0xA5);
+  EXPECT_EQ(controls_.violations(), 0u);
+}
+
+// The simulator itself: a HIP call from inside a stream callback is an
+// error (hipErrorNotSupported) and is counted; events report
+// hipErrorNotReady (600) while their record is pending.
+TEST_F(HipSim, SimulatorEnforcesCallbackRuleAndNotReady) {
+  ASSERT_TRUE(OpenSimDevice());  // hipInit
+  auto stream_create =
+      Sym<hipError_t (*)(hipStream_t*, unsigned)>("hipStreamCreateWithFlags");
+  auto add_callback =
+      Sym<hipError_t (*)(hipStream_t, hipStreamCallback_t, void*, unsigned)>(
+          "hipStreamAddCallback");
+  auto sync = Sym<hipError_t (*)(hipStream_t)>("hipStreamSynchronize");
+  auto destroy = Sym<hipError_t (*)(hipStream_t)>("hipStreamDestroy");
+  auto event_create =
+      Sym<hipError_t (*)(hipEvent_t*, unsigned)>("hipEventCreateWithFlags");
+  auto record = Sym<hipError_t (*)(hipEvent_t, hipStream_t)>("hipEventRecord");
+  auto query = Sym<hipError_t (*)(hipEvent_t)>("hipEventQuery");
+  auto event_destroy = Sym<hipError_t (*)(hipEvent_t)>("hipEventDestroy");
+  ASSERT_TRUE(stream_create && add_callback && sync && destroy &&
+              event_create && record && query && event_destroy);
+  hipStream_t stream = nullptr;
+  ASSERT_EQ(stream_create(&stream, hipStreamNonBlocking), hipSuccess);
+  hipEvent_t event = nullptr;
+  ASSERT_EQ(event_create(&event, hipEventDisableTiming), hipSuccess);
+
+  struct Seen {
+    hipError_t inner = hipSuccess;
+    hipError_t status = hipErrorUnknown;
+  } seen;
+  const uint64_t violations = controls_.violations();
+  controls_.pause(1);
+  ASSERT_EQ(add_callback(
+                stream,
+                [](hipStream_t, hipError_t status, void* p) {
+                  auto* seen = static_cast<Seen*>(p);
+                  seen->status = status;
+                  int count = 0;
+                  auto get_count = reinterpret_cast<hipError_t (*)(int*)>(
+                      dlsym(SimHandle(), "hipGetDeviceCount"));
+                  seen->inner = get_count(&count);
+                },
+                &seen, 0),
+            hipSuccess);
+  ASSERT_EQ(record(event, stream), hipSuccess);
+  EXPECT_EQ(query(event), hipErrorNotReady);
+  EXPECT_EQ(static_cast<int>(hipErrorNotReady), 600);
+  controls_.pause(0);
+  ASSERT_EQ(sync(stream), hipSuccess);
+  EXPECT_EQ(query(event), hipSuccess);
+  EXPECT_EQ(seen.status, hipSuccess);
+  EXPECT_EQ(seen.inner, hipErrorNotSupported);
+  EXPECT_EQ(controls_.violations() - violations, 1u);
+  EXPECT_EQ(event_destroy(event), hipSuccess);
+  EXPECT_EQ(destroy(stream), hipSuccess);
+}
+
+// HSACO checks: an image for another AMDGPU ISA, and one that is not an
+// AMDGPU ELF.
+TEST_F(HipSim, SimulatorChecksCodeObjects) {
+  ASSERT_TRUE(OpenSimDevice());
+  auto load = Sym<hipError_t (*)(hipModule_t*, const void*, unsigned,
+                                 hipJitOption*, void**)>("hipModuleLoadDataEx");
+  ASSERT_TRUE(load);
+  unsigned char elf[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  const uint16_t amdgpu = 224, x86 = 62, shentsize = 64;
+  std::memcpy(elf + 18, &x86, 2);
+  std::memcpy(elf + 58, &shentsize, 2);
+  hipModule_t module = nullptr;
+  EXPECT_EQ(load(&module, elf, 0, nullptr, nullptr), hipErrorInvalidImage);
+  std::memcpy(elf + 18, &amdgpu, 2);
+  const uint32_t gfx906 = 0x2f;
+  std::memcpy(elf + 48, &gfx906, 4);
+  EXPECT_EQ(load(&module, elf, 0, nullptr, nullptr), hipErrorNoBinaryForGpu);
+}
+
+TEST_F(HipSim, FaultHookInjectsAnyCall) {
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  SetHipFaultHook([](std::string_view call) {
+    return call == "hipHostMalloc" ? hipErrorOutOfMemory : hipSuccess;
+  });
+  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
+  SetHipFaultHook(nullptr);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(buffer.status().message().find("hipErrorOutOfMemory 2 (out of "
+                                           "memory) in hipHostMalloc"),
+            std::string::npos)
+      << buffer.status().ToString();
+}
+
+TEST_F(HipSim, SimulatedAllocationFaultIsResourceExhausted) {
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  ASSERT_EQ(controls_.set_faults("fail_alloc=1"), 0);
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  auto buffer = device->allocator()->AllocateBuffer(params, 256);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(buffer.status().message().find("in hipMalloc"), std::string::npos)
+      << buffer.status().ToString();
+}
+
+// Debian's real library: every required symbol resolves (hipLaunchHostFunc,
+// optional, does not in 5.2.3). Skips when the library is absent.
+TEST(HipRealLibrary, RequiredSymbolsResolve) {
+  auto syms = ResolveHipSymbols({kRealLibrary});
+  if (!syms.ok() &&
+      syms.status().message().find("cannot load") != std::string::npos) {
+    GTEST_SKIP() << syms.status().ToString();
+  }
+  ASSERT_TRUE(syms.ok()) << syms.status().ToString();
+#define HAL_HIP_REQUIRED_SYMBOL(name) \
+  EXPECT_NE((*syms)->name, nullptr) << #name;
+#define HAL_HIP_OPTIONAL_SYMBOL(name)
+#include "drivers/hip/hip_symbols.inc"
+#undef HAL_HIP_REQUIRED_SYMBOL
+#undef HAL_HIP_OPTIONAL_SYMBOL
+}
+
+// Without an AMD GPU (this machine), creating a device is UNAVAILABLE with
+// the HIP error and a hint, not a crash or a hang.
+TEST(HipRealLibrary, NoGpuIsUnavailableWithHint) {
+  if (!ResolveHipSymbols({kRealLibrary}).ok()) {
+    GTEST_SKIP() << kRealLibrary << " is not installed";
+  }
+  DeviceUri uri;
+  uri.driver = "hip";
+  uri.params["library"] = kRealLibrary;
+  auto device = CreateHipDevice(uri);
+  if (device.ok()) GTEST_SKIP() << "this machine has an AMD GPU";
+  EXPECT_EQ(device.status().code(), StatusCode::kUnavailable)
+      << device.status().ToString();
+  EXPECT_NE(device.status().message().find("hipInit failed with hipError"),
+            std::string::npos)
+      << device.status().ToString();
+  EXPECT_NE(device.status().message().find("HAL_HIP_LIBRARY"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hal::hip
