@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
+#include "sim/engine/engine_event.h"
 
 #define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -38,14 +39,12 @@ struct Stream {
   engine::Queue* queue = nullptr;
 };
 
-// A CUevent is a view of an engine signal: a record raises it to the next
-// epoch (generation), a wait waits >= the epoch it captured. Enqueued records
-// and waits hold the signal, so cuEventDestroy may return at once, as
-// CUDA's does, while they are pending.
+// A CUevent is an engine event (sim/engine/engine_event.h): a view of an
+// engine signal, so cuEventDestroy may return at once, as CUDA's does,
+// while records and waits are pending.
 struct Event {
   Context* context = nullptr;
-  engine::SignalPtr signal;
-  std::atomic<uint64_t> generation{0};  // records so far
+  engine::Event event{E()};
 };
 
 struct LibraryState {

@@ -52,7 +52,6 @@ HALSIM_EXPORT CUresult cuEventCreate(CUevent* phevent, unsigned int flags) {
   if (!(flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_NOT_SUPPORTED;
   auto* event = new Event();
   event->context = ctx;
-  event->signal = E().CreateSignal(0);
   *phevent = reinterpret_cast<CUevent>(event);
   return CUDA_SUCCESS;
 }
@@ -74,16 +73,8 @@ HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   Stream* stream = AsStream(hstream);
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
-  const uint64_t epoch = ++event->generation;
-  const uint64_t late_ns = E().DrawLateSignalNs();
-  engine::Op op;
-  op.name = late_ns ? "record(late)" : "record";
-  op.extra_ns = late_ns;
-  // An earlier record that completes later does not move the event back;
-  // the event reports the context's error when it completes.
-  op.signals.push_back(
-      {event->signal, engine::SignalOp::kMax, epoch, &ctx->domain});
-  return ToCuResult(E().Enqueue(stream->queue, std::move(op)));
+  // The event reports the context's error when it completes.
+  return ToCuResult(event->event.Record(stream->queue, &ctx->domain));
 }
 
 HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {
@@ -91,11 +82,8 @@ HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {
   HALSIM_NEED_INIT();
   Event* event = AsEvent(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
-  const uint64_t epoch = event->generation.load();
   engine::Error status;
-  if (E().SignalValue(event->signal, &status) < epoch) {
-    return CUDA_ERROR_NOT_READY;
-  }
+  if (!event->event.Query(&status)) return CUDA_ERROR_NOT_READY;
   return ToCuResult(status);
 }
 
@@ -104,8 +92,7 @@ HALSIM_EXPORT CUresult cuEventSynchronize(CUevent hevent) {
   HALSIM_NEED_INIT();
   Event* event = AsEvent(hevent);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
-  const uint64_t epoch = event->generation.load();
-  return ToCuResult(E().WaitSignal(event->signal, engine::Cond::kGe, epoch));
+  return ToCuResult(event->event.Synchronize());
 }
 
 HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
@@ -114,23 +101,10 @@ HALSIM_EXPORT CUresult cuStreamWaitEvent(CUstream hstream, CUevent hevent,
   HALSIM_NEED_CONTEXT(ctx);
   Event* event = AsEvent(hevent);
   if (!event || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t epoch = event->generation.load();  // the record it captures
-  if (epoch == 0) {
-    // CUDA makes this a no-op, so nothing orders the stream after whatever
-    // the caller meant to record later: the "record before wait" rule.
-    E().CountUnsignalledWait();
-    std::fprintf(stderr,
-                 "halsim_cuda: cuStreamWaitEvent on an event that was never "
-                 "recorded: a no-op in CUDA (record the event first)\n");
-    return CUDA_SUCCESS;
-  }
   Stream* stream = AsStream(hstream);
   if (!stream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
-  engine::Op op;
-  op.name = "wait";
-  op.zero_time = true;
-  op.waits.push_back({event->signal, engine::Cond::kGe, epoch});
-  return ToCuResult(E().Enqueue(stream->queue, std::move(op)));
+  return ToCuResult(
+      event->event.EnqueueWait(stream->queue, "cuStreamWaitEvent", "CUDA"));
 }
 
 HALSIM_EXPORT CUresult cuLaunchHostFunc(CUstream hstream, CUhostFn fn,

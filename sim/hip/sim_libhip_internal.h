@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
+#include "sim/engine/engine_event.h"
 
 #define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -42,13 +43,11 @@ struct Stream {
   engine::Queue* queue = nullptr;
 };
 
-// A hipEvent_t is a view of an engine signal, as a CUevent is in the CUDA
-// skin: a record raises it to the event's next epoch, a wait waits for the
-// epoch it captured. Pending records and waits hold the signal.
+// A hipEvent_t is an engine event (sim/engine/engine_event.h), as a CUevent
+// is in the CUDA skin.
 struct Event {
   Device* device = nullptr;
-  engine::SignalPtr signal;
-  std::atomic<uint64_t> generation{0};  // records so far
+  engine::Event event{E()};
 };
 
 bool Initialized();

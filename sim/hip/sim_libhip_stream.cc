@@ -55,7 +55,6 @@ HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
   }
   auto* event = new Event();
   event->device = dev;
-  event->signal = E().CreateSignal(0);
   *out = reinterpret_cast<hipEvent_t>(event);
   return hipSuccess;
 }
@@ -76,16 +75,9 @@ HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
   Event* event = AsEvent(hevent);
   Stream* stream = AsStream(hstream);
   if (!event || !stream) return hipErrorInvalidHandle;
-  const uint64_t epoch = ++event->generation;
-  const uint64_t late_ns = E().DrawLateSignalNs();
-  engine::Op op;
-  op.name = late_ns ? "record(late)" : "record";
-  op.extra_ns = late_ns;
-  // An earlier record that completes later does not move the event back;
-  // the event reports the device's error when it completes.
-  op.signals.push_back(
-      {event->signal, engine::SignalOp::kMax, epoch, &stream->device->domain});
-  return ToHipError(E().Enqueue(stream->queue, std::move(op)));
+  // The event reports the device's error when it completes.
+  return ToHipError(
+      event->event.Record(stream->queue, &stream->device->domain));
 }
 
 HALSIM_EXPORT hipError_t hipEventQuery(hipEvent_t hevent) {
@@ -93,9 +85,8 @@ HALSIM_EXPORT hipError_t hipEventQuery(hipEvent_t hevent) {
   HALSIM_NEED_INIT();
   Event* event = AsEvent(hevent);
   if (!event) return hipErrorInvalidHandle;
-  const uint64_t epoch = event->generation.load();
   engine::Error status;
-  if (E().SignalValue(event->signal, &status) < epoch) return hipErrorNotReady;
+  if (!event->event.Query(&status)) return hipErrorNotReady;
   return ToHipError(status);
 }
 
@@ -104,8 +95,7 @@ HALSIM_EXPORT hipError_t hipEventSynchronize(hipEvent_t hevent) {
   HALSIM_NEED_INIT();
   Event* event = AsEvent(hevent);
   if (!event) return hipErrorInvalidHandle;
-  const uint64_t epoch = event->generation.load();
-  return ToHipError(E().WaitSignal(event->signal, engine::Cond::kGe, epoch));
+  return ToHipError(event->event.Synchronize());
 }
 
 HALSIM_EXPORT hipError_t hipStreamWaitEvent(hipStream_t hstream,
@@ -116,21 +106,9 @@ HALSIM_EXPORT hipError_t hipStreamWaitEvent(hipStream_t hstream,
   Event* event = AsEvent(hevent);
   if (!event || flags != 0) return hipErrorInvalidValue;
   Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;        // no null stream
-  const uint64_t epoch = event->generation.load();  // the record it captures
-  if (epoch == 0) {
-    // A no-op in HIP: nothing orders the stream after a record made later.
-    E().CountUnsignalledWait();
-    std::fprintf(stderr,
-                 "halsim_hip: hipStreamWaitEvent on an event that was never "
-                 "recorded: a no-op in HIP (record the event first)\n");
-    return hipSuccess;
-  }
-  engine::Op op;
-  op.name = "wait";
-  op.zero_time = true;
-  op.waits.push_back({event->signal, engine::Cond::kGe, epoch});
-  return ToHipError(E().Enqueue(stream->queue, std::move(op)));
+  if (!stream) return hipErrorInvalidHandle;  // no null stream
+  return ToHipError(
+      event->event.EnqueueWait(stream->queue, "hipStreamWaitEvent", "HIP"));
 }
 
 // The callback gets the stream's status (the device's sticky error) when it
