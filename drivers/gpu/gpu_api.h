@@ -156,3 +156,49 @@ class GpuApi {
 };
 
 }  // namespace hal::gpu
+
+// The GpuApi methods every implementation defines, declared as overrides in
+// one list (cuda_api.h and hip_api.h expand it in their class), so that no
+// implementation header repeats the interface. name(), module_format() and
+// SupportsAsyncAlloc() are each implementation's own inline definitions.
+// clang-format off
+#define HAL_GPU_API_OVERRIDES \
+  ::hal::Status StreamCreate(::hal::gpu::GpuStream* out) override; \
+  ::hal::Status StreamDestroy(::hal::gpu::GpuStream stream) override; \
+  ::hal::Status StreamWaitEvent(::hal::gpu::GpuStream stream, ::hal::gpu::GpuEventHandle event) override; \
+  ::hal::Status StreamSynchronize(::hal::gpu::GpuStream stream) override; \
+  ::hal::Status EventCreate(::hal::gpu::GpuEventHandle* out) override; \
+  ::hal::Status EventDestroy(::hal::gpu::GpuEventHandle event) override; \
+  ::hal::Status EventRecord(::hal::gpu::GpuEventHandle event, ::hal::gpu::GpuStream stream) override; \
+  ::hal::Status EventQuery(::hal::gpu::GpuEventHandle event, bool* ready) override; \
+  ::hal::Status EventSynchronize(::hal::gpu::GpuEventHandle event) override; \
+  ::hal::Status LaunchHostFunc(::hal::gpu::GpuStream stream, ::hal::gpu::GpuHostFn fn, void* user_data) override; \
+  ::hal::Status MemAllocDevice(size_t size, ::hal::gpu::GpuDevicePtr* out) override; \
+  ::hal::Status MemAllocManaged(size_t size, ::hal::gpu::GpuDevicePtr* out) override; \
+  ::hal::Status MemFreeDevice(::hal::gpu::GpuDevicePtr ptr) override; \
+  ::hal::Status MemAllocHost(size_t size, void** out) override; \
+  ::hal::Status MemFreeHost(void* ptr) override; \
+  ::hal::Status MemHostRegister(void* ptr, size_t size) override; \
+  ::hal::Status MemHostUnregister(void* ptr) override; \
+  ::hal::Status HostDevicePointer(void* host, ::hal::gpu::GpuDevicePtr* out) override; \
+  ::hal::Status MemAllocAsync(size_t size, ::hal::gpu::GpuStream stream, ::hal::gpu::GpuDevicePtr* out) override; \
+  ::hal::Status MemFreeAsync(::hal::gpu::GpuDevicePtr ptr, ::hal::gpu::GpuStream stream) override; \
+  ::hal::Status MemcpyAsync(::hal::gpu::GpuDevicePtr dst, ::hal::gpu::GpuDevicePtr src, size_t size, ::hal::gpu::GpuStream stream) override; \
+  ::hal::Status MemsetAsync(::hal::gpu::GpuDevicePtr dst, uint32_t pattern, size_t pattern_length, size_t count, ::hal::gpu::GpuStream stream) override; \
+  bool SupportsModules() const override; \
+  ::hal::Status ModuleLoad(std::span<const uint8_t> image, ::hal::gpu::GpuModule* out) override; \
+  ::hal::Status ModuleUnload(::hal::gpu::GpuModule module) override; \
+  ::hal::Status ModuleGetFunction(::hal::gpu::GpuModule module, const char* name, ::hal::gpu::GpuFunction* out) override; \
+  ::hal::Status LaunchKernel(::hal::gpu::GpuFunction function, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_memory, ::hal::gpu::GpuStream stream, void** params) override; \
+  bool SupportsGraphs() const override; \
+  ::hal::Status GraphCreate(::hal::gpu::GpuGraph* out) override; \
+  ::hal::Status GraphDestroy(::hal::gpu::GpuGraph graph) override; \
+  ::hal::Status GraphAddEmptyNode(::hal::gpu::GpuGraph graph, std::span<const ::hal::gpu::GpuGraphNode> deps, ::hal::gpu::GpuGraphNode* out) override; \
+  ::hal::Status GraphAddKernelNode(::hal::gpu::GpuGraph graph, std::span<const ::hal::gpu::GpuGraphNode> deps, ::hal::gpu::GpuFunction function, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_memory, void** params, ::hal::gpu::GpuGraphNode* out) override; \
+  ::hal::Status GraphAddMemsetNode(::hal::gpu::GpuGraph graph, std::span<const ::hal::gpu::GpuGraphNode> deps, ::hal::gpu::GpuDevicePtr dst, uint32_t pattern, size_t pattern_length, size_t count, ::hal::gpu::GpuGraphNode* out) override; \
+  ::hal::Status GraphAddMemcpyNode(::hal::gpu::GpuGraph graph, std::span<const ::hal::gpu::GpuGraphNode> deps, ::hal::gpu::GpuDevicePtr dst, ::hal::gpu::GpuDevicePtr src, size_t size, ::hal::gpu::GpuGraphNode* out) override; \
+  ::hal::Status GraphAddHostNode(::hal::gpu::GpuGraph graph, std::span<const ::hal::gpu::GpuGraphNode> deps, ::hal::gpu::GpuHostFn fn, void* user_data, ::hal::gpu::GpuGraphNode* out) override; \
+  ::hal::Status GraphInstantiate(::hal::gpu::GpuGraph graph, ::hal::gpu::GpuGraphExec* out) override; \
+  ::hal::Status GraphLaunch(::hal::gpu::GpuGraphExec exec, ::hal::gpu::GpuStream stream) override; \
+  ::hal::Status GraphExecDestroy(::hal::gpu::GpuGraphExec exec) override;
+// clang-format on
