@@ -61,40 +61,37 @@ StatusOr<int> DeviceCount(const CudaSymbols* syms) {
   return count;
 }
 
+gpu::GpuDriverBackend Backend(std::shared_ptr<const CudaSymbols> syms) {
+  gpu::GpuDriverBackend backend;
+  backend.name = "cuda";
+  backend.library_path = syms->library_path;
+  backend.count = [syms] { return DeviceCount(syms.get()); };
+  backend.describe = [syms](int i) { return DescribeDevice(syms.get(), i); };
+  backend.create_api =
+      [syms](int ordinal) -> StatusOr<std::shared_ptr<gpu::GpuApi>> {
+    CUdevice device;
+    CU(syms.get(), cuDeviceGet(&device, ordinal), "device %d", ordinal);
+    HAL_ASSIGN_OR_RETURN(std::shared_ptr<CudaApi> api,
+                         CudaApi::Create(syms, device));
+    return std::shared_ptr<gpu::GpuApi>(std::move(api));
+  };
+  return backend;
+}
+
 }  // namespace
 
 StatusOr<std::vector<DeviceInfo>> EnumerateCudaDevices(
     const std::string& library) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const CudaSymbols> syms,
                        LoadCudaSymbols(library));
-  HAL_ASSIGN_OR_RETURN(int count, DeviceCount(syms.get()));
-  std::vector<DeviceInfo> devices;
-  for (int i = 0; i < count; ++i) {
-    HAL_ASSIGN_OR_RETURN(DeviceInfo info, DescribeDevice(syms.get(), i));
-    devices.push_back(std::move(info));
-  }
-  return devices;
+  return gpu::EnumerateGpuDevices(Backend(std::move(syms)));
 }
 
 StatusOr<Ref<Device>> CreateCudaDevice(const DeviceUri& uri) {
   HAL_ASSIGN_OR_RETURN(gpu::GpuUriParams params, gpu::ParseGpuUri(uri, "cuda"));
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const CudaSymbols> syms,
                        LoadCudaSymbols(params.library));
-  HAL_ASSIGN_OR_RETURN(int count, DeviceCount(syms.get()));
-  if (count == 0) {
-    return UnavailableError("cuda: the driver reports no CUDA devices");
-  }
-  HAL_ASSIGN_OR_RETURN(int ordinal,
-                       gpu::ResolveGpuOrdinal(uri, "cuda", count, [&](int i) {
-                         return DescribeDevice(syms.get(), i);
-                       }));
-  HAL_ASSIGN_OR_RETURN(DeviceInfo info, DescribeDevice(syms.get(), ordinal));
-  CUdevice device;
-  CU(syms.get(), cuDeviceGet(&device, ordinal), "device %d", ordinal);
-  HAL_ASSIGN_OR_RETURN(std::shared_ptr<CudaApi> api,
-                       CudaApi::Create(syms, device));
-  return gpu::CreateGpuDeviceFromUri(std::move(info), std::move(api), uri,
-                                     params, syms->library_path);
+  return gpu::CreateGpuDevice(uri, params, Backend(std::move(syms)));
 }
 
 Status RegisterCudaDriver(DriverRegistry* registry) {

@@ -46,14 +46,16 @@ std::string FormatGpuUuid(const unsigned char b[16]) {
   return text;
 }
 
-StatusOr<int> ResolveGpuOrdinal(
-    const DeviceUri& uri, const char* driver, int count,
-    const std::function<StatusOr<DeviceInfo>(int)>& describe) {
+namespace {
+
+StatusOr<int> ResolveOrdinal(const DeviceUri& uri, int count,
+                             const GpuDriverBackend& backend) {
+  const char* driver = backend.name;
   if (uri.devices.empty()) return 0;
   const std::string& id = uri.devices[0];
   if (id.rfind("GPU-", 0) == 0) {
     for (int i = 0; i < count; ++i) {
-      HAL_ASSIGN_OR_RETURN(DeviceInfo info, describe(i));
+      HAL_ASSIGN_OR_RETURN(DeviceInfo info, backend.describe(i));
       if (info.uuid == id) return i;
     }
     return NotFoundError("%s: no device with UUID %s (hal-info lists them)",
@@ -73,12 +75,32 @@ StatusOr<int> ResolveGpuOrdinal(
   return static_cast<int>(n);
 }
 
-StatusOr<Ref<Device>> CreateGpuDeviceFromUri(DeviceInfo info,
-                                             std::shared_ptr<GpuApi> api,
-                                             const DeviceUri& uri,
-                                             const GpuUriParams& params,
-                                             const std::string& library_path) {
-  const char* driver = api->name();
+}  // namespace
+
+StatusOr<std::vector<DeviceInfo>> EnumerateGpuDevices(
+    const GpuDriverBackend& backend) {
+  HAL_ASSIGN_OR_RETURN(int count, backend.count());
+  std::vector<DeviceInfo> devices;
+  for (int i = 0; i < count; ++i) {
+    HAL_ASSIGN_OR_RETURN(DeviceInfo info, backend.describe(i));
+    devices.push_back(std::move(info));
+  }
+  return devices;
+}
+
+StatusOr<Ref<Device>> CreateGpuDevice(const DeviceUri& uri,
+                                      const GpuUriParams& params,
+                                      const GpuDriverBackend& backend) {
+  const char* driver = backend.name;
+  HAL_ASSIGN_OR_RETURN(int count, backend.count());
+  if (count == 0) {
+    return UnavailableError("%s: '%s' reports no devices", driver,
+                            backend.library_path.c_str());
+  }
+  HAL_ASSIGN_OR_RETURN(int ordinal, ResolveOrdinal(uri, count, backend));
+  HAL_ASSIGN_OR_RETURN(DeviceInfo info, backend.describe(ordinal));
+  HAL_ASSIGN_OR_RETURN(std::shared_ptr<GpuApi> api,
+                       backend.create_api(ordinal));
   GpuDeviceOptions options;
   options.queue_count = params.queues;
   HAL_ASSIGN_OR_RETURN(
@@ -86,8 +108,8 @@ StatusOr<Ref<Device>> CreateGpuDeviceFromUri(DeviceInfo info,
       uri.GetBool("async_allocations", api->SupportsAsyncAlloc()));
   if (options.async_allocations && !api->SupportsAsyncAlloc()) {
     return InvalidArgumentError(
-        "%s: async_allocations=1 but device %llu has no memory pools", driver,
-        static_cast<unsigned long long>(info.ordinal));
+        "%s: async_allocations=1 but device %d has no memory pools", driver,
+        ordinal);
   }
   options.device_memory_bytes = info.memory_bytes;
   if (params.graph_mode && !api->SupportsGraphs()) {
@@ -95,7 +117,7 @@ StatusOr<Ref<Device>> CreateGpuDeviceFromUri(DeviceInfo info,
         "%s: command_buffer_mode=graph but '%s' lacks the graph entry points "
         "(graph create, add-node, instantiate, launch, ...); use "
         "command_buffer_mode=stream",
-        driver, library_path.c_str());
+        driver, backend.library_path.c_str());
   }
   options.graph_command_buffers = params.graph_mode;
   info.uri = uri.ToString();

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "drivers/gpu/gpu_api.h"
 #include "hal/device.h"
@@ -37,21 +38,29 @@ StatusOr<GpuUriParams> ParseGpuUri(const DeviceUri& uri, const char* driver);
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints UUIDs.
 std::string FormatGpuUuid(const unsigned char bytes[16]);
 
-// The ordinal the URI names among `count` devices: 0 when none, N, or the
-// device whose `describe(i).uuid` is the GPU-<uuid> given. NOT_FOUND or
-// INVALID_ARGUMENT naming `driver`.
-StatusOr<int> ResolveGpuOrdinal(
-    const DeviceUri& uri, const char* driver, int count,
-    const std::function<StatusOr<DeviceInfo>(int)>& describe);
+// What a GPU-stream driver supplies for enumeration and device creation,
+// over its loaded vendor library.
+struct GpuDriverBackend {
+  const char* name = nullptr;  // "cuda", "hip": the URI's driver
+  std::string library_path;    // for messages
+  std::function<StatusOr<int>()> count;
+  // The device's info (uuid as FormatGpuUuid, uri "<name>:N", properties).
+  std::function<StatusOr<DeviceInfo>(int ordinal)> describe;
+  std::function<StatusOr<std::shared_ptr<GpuApi>>(int ordinal)> create_api;
+};
 
-// The device over `api`, as the URI asks: queues, async allocations
-// (INVALID_ARGUMENT when asked for without pools), command-buffer mode
-// (UNIMPLEMENTED when graphs are asked for and the library lacks them,
-// naming `library_path`). Records the choices in info.properties.
-StatusOr<Ref<Device>> CreateGpuDeviceFromUri(DeviceInfo info,
-                                             std::shared_ptr<GpuApi> api,
-                                             const DeviceUri& uri,
-                                             const GpuUriParams& params,
-                                             const std::string& library_path);
+// Every device the library reports.
+StatusOr<std::vector<DeviceInfo>> EnumerateGpuDevices(
+    const GpuDriverBackend& backend);
+
+// The device the URI names (none: 0; N; GPU-<uuid>), as the URI asks:
+// queues, async allocations (INVALID_ARGUMENT when asked for without pools),
+// command-buffer mode (UNIMPLEMENTED when graphs are asked for and the
+// library lacks them). UNAVAILABLE when the library reports no device,
+// NOT_FOUND for an ordinal or UUID it does not have. Records the choices in
+// the device's properties.
+StatusOr<Ref<Device>> CreateGpuDevice(const DeviceUri& uri,
+                                      const GpuUriParams& params,
+                                      const GpuDriverBackend& backend);
 
 }  // namespace hal::gpu

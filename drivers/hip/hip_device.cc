@@ -64,40 +64,37 @@ StatusOr<int> DeviceCount(const HipSymbols* syms) {
   return count;
 }
 
+gpu::GpuDriverBackend Backend(std::shared_ptr<const HipSymbols> syms) {
+  gpu::GpuDriverBackend backend;
+  backend.name = "hip";
+  backend.library_path = syms->library_path;
+  backend.count = [syms] { return DeviceCount(syms.get()); };
+  backend.describe = [syms](int i) { return DescribeDevice(syms.get(), i); };
+  backend.create_api =
+      [syms](int ordinal) -> StatusOr<std::shared_ptr<gpu::GpuApi>> {
+    hipDevice_t device;
+    HIP(syms.get(), hipDeviceGet(&device, ordinal), "device %d", ordinal);
+    HAL_ASSIGN_OR_RETURN(std::shared_ptr<HipApi> api,
+                         HipApi::Create(syms, device));
+    return std::shared_ptr<gpu::GpuApi>(std::move(api));
+  };
+  return backend;
+}
+
 }  // namespace
 
 StatusOr<std::vector<DeviceInfo>> EnumerateHipDevices(
     const std::string& library) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const HipSymbols> syms,
                        LoadHipSymbols(library));
-  HAL_ASSIGN_OR_RETURN(int count, DeviceCount(syms.get()));
-  std::vector<DeviceInfo> devices;
-  for (int i = 0; i < count; ++i) {
-    HAL_ASSIGN_OR_RETURN(DeviceInfo info, DescribeDevice(syms.get(), i));
-    devices.push_back(std::move(info));
-  }
-  return devices;
+  return gpu::EnumerateGpuDevices(Backend(std::move(syms)));
 }
 
 StatusOr<Ref<Device>> CreateHipDevice(const DeviceUri& uri) {
   HAL_ASSIGN_OR_RETURN(gpu::GpuUriParams params, gpu::ParseGpuUri(uri, "hip"));
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const HipSymbols> syms,
                        LoadHipSymbols(params.library));
-  HAL_ASSIGN_OR_RETURN(int count, DeviceCount(syms.get()));
-  if (count == 0) {
-    return UnavailableError("hip: the runtime reports no HIP devices");
-  }
-  HAL_ASSIGN_OR_RETURN(int ordinal,
-                       gpu::ResolveGpuOrdinal(uri, "hip", count, [&](int i) {
-                         return DescribeDevice(syms.get(), i);
-                       }));
-  HAL_ASSIGN_OR_RETURN(DeviceInfo info, DescribeDevice(syms.get(), ordinal));
-  hipDevice_t device;
-  HIP(syms.get(), hipDeviceGet(&device, ordinal), "device %d", ordinal);
-  HAL_ASSIGN_OR_RETURN(std::shared_ptr<HipApi> api,
-                       HipApi::Create(syms, device));
-  return gpu::CreateGpuDeviceFromUri(std::move(info), std::move(api), uri,
-                                     params, syms->library_path);
+  return gpu::CreateGpuDevice(uri, params, Backend(std::move(syms)));
 }
 
 Status RegisterHipDriver(DriverRegistry* registry) {
