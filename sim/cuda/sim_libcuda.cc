@@ -278,13 +278,10 @@ HALSIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetUuid");
   HALSIM_CHECK_DEVICE(dev);
   if (!uuid) return CUDA_ERROR_INVALID_VALUE;
-  // Stable per ordinal: a fixed prefix, then the ordinal.
-  static const unsigned char kPrefix[12] = {0x5e, 0xed, 0xca, 0xfe, 0x00, 0x00,
-                                            0x40, 0x00, 0x80, 0x00, 0x00, 0x00};
-  std::memcpy(uuid->bytes, kPrefix, sizeof(kPrefix));
-  uint32_t ordinal = static_cast<uint32_t>(dev);
-  for (int i = 0; i < 4; ++i)
-    uuid->bytes[12 + i] = char((ordinal >> (24 - 8 * i)) & 0xff);
+  // The CUDA skin's tag: 5e ed ca fe.
+  hal::sim::engine::StableDeviceUuid(
+      "\x5e\xed\xca\xfe", static_cast<uint32_t>(dev),
+      reinterpret_cast<unsigned char*>(uuid->bytes));
   return CUDA_SUCCESS;
 }
 

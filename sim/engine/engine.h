@@ -166,6 +166,18 @@ struct Counters {
   uint64_t unsettled_steps = 0;  // steps taken while the host was not quiet
 };
 
+// A simulated device's UUID, stable per ordinal: the vendor's 4-byte tag
+// (e.g. "HIPs"), a fixed middle (version 4, variant bits), then the ordinal
+// big-endian.
+inline void StableDeviceUuid(const char tag[4], uint32_t ordinal,
+                             unsigned char out[16]) {
+  static const unsigned char kMiddle[8] = {0x00, 0x00, 0x40, 0x00,
+                                           0x80, 0x00, 0x00, 0x00};
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(tag[i]);
+  for (int i = 0; i < 8; ++i) out[4 + i] = kMiddle[i];
+  for (int i = 0; i < 4; ++i) out[12 + i] = (ordinal >> (24 - 8 * i)) & 0xff;
+}
+
 struct Options {
   const char* log_prefix = "halsim";  // stderr lines start "<prefix>: "
   size_t device_memory_bytes = size_t{16} << 30;

@@ -271,13 +271,9 @@ HALSIM_EXPORT hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceGetUuid");
   HALSIM_CHECK_DEVICE(dev);
   if (!uuid) return hipErrorInvalidValue;
-  // Stable per ordinal: a fixed prefix ("HIPs"), then the ordinal.
-  static const unsigned char kPrefix[12] = {0x48, 0x49, 0x50, 0x73, 0x00, 0x00,
-                                            0x40, 0x00, 0x80, 0x00, 0x00, 0x00};
-  std::memcpy(uuid->bytes, kPrefix, sizeof(kPrefix));
-  uint32_t ordinal = static_cast<uint32_t>(dev);
-  for (int i = 0; i < 4; ++i)
-    uuid->bytes[12 + i] = char((ordinal >> (24 - 8 * i)) & 0xff);
+  hal::sim::engine::StableDeviceUuid(
+      "HIPs", static_cast<uint32_t>(dev),
+      reinterpret_cast<unsigned char*>(uuid->bytes));
   return hipSuccess;
 }
 
