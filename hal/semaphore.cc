@@ -72,6 +72,37 @@ bool SpinUntil(const Done& done, Timeout timeout) {
   }
 }
 
+// SpinUntil, skipped while this thread's recent spins failed. A spin that
+// fails costs its whole budget: the other side was not about to answer
+// (its thread is not running: a loaded machine; or its work is long). Each
+// failure doubles the number of waits that skip the spin (up to 63), so a
+// thread that keeps failing sleeps at once, as a plain futex wait does, and
+// still probes now and then whether spinning pays again; each success
+// halves the skip again (one lucky spin on a loaded machine does not bring
+// back spinning on every wait).
+struct SpinHistory {
+  uint32_t failures = 0;
+  uint32_t skip = 0;
+};
+thread_local SpinHistory t_spin_history;
+constexpr uint32_t kMaxSpinFailures = 6;
+
+template <typename Done>
+bool AdaptiveSpinUntil(const Done& done, Timeout timeout) {
+  SpinHistory& h = t_spin_history;
+  if (h.skip > 0) {
+    --h.skip;
+    return done();
+  }
+  if (SpinUntil(done, timeout)) {
+    if (h.failures > 0) --h.failures;
+    return true;
+  }
+  if (h.failures < kMaxSpinFailures) ++h.failures;
+  h.skip = (1u << h.failures) - 1;
+  return false;
+}
+
 #if defined(__linux__)
 // Sleeps while `*word == expected`, until woken or the deadline passes.
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected,
@@ -240,45 +271,57 @@ void Semaphore::Fail(Status status) {
   Fire(fired, status);
 }
 
+// Three phases, each entered only when the one before did not finish:
+// pump while a progress pump (deterministic simulator) has work to run; spin
+// for kSpinBudget while none has (unless this thread's recent spins
+// failed: AdaptiveSpinUntil); sleep on the epoch. While pumps exist a
+// sleep lasts at most kPumpSlice: work they must run on this thread may
+// become runnable meanwhile (another host thread signals its wait), and
+// nobody wakes us for that. The deadline is checked after every pump step:
+// a poll runs at most one step, a timed wait stops at most one step past
+// its deadline.
 Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   auto done = [&] {
     return failed_.load(std::memory_order_seq_cst) ||
            payload_.load(std::memory_order_seq_cst) >= value;
   };
-  if (!done() && HaveProgressPumps()) {
-    // Device work runs inside host waits (deterministic simulator): pump
-    // instead of spinning, and sleep a slice at a time. The deadline is
-    // checked after every pump step: a poll runs at most one step, a timed
-    // wait stops at most one step past its deadline.
-    slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
-    while (!done()) {
-      const bool progressed = RunProgressPumps();
-      if (done() || timeout.is_immediate() || timeout.expired()) break;
-      if (progressed) continue;
-      const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-      if (done()) break;
-      auto slice = Timeout::Clock::now() + kPumpSlice;
-      SleepOnEpoch(epoch,
-                   Timeout::At(timeout.is_infinite()
-                                   ? slice
-                                   : std::min(slice, timeout.deadline())));
-    }
-    slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
-  } else if (!done()) {
-    if (timeout.is_immediate()) {
+  if (!done()) {
+    if (timeout.is_immediate() && !HavePumpWork()) {
       return DeadlineExceededError(
           "semaphore poll: payload %llu < %llu",
           static_cast<unsigned long long>(payload_.load()),
           static_cast<unsigned long long>(value));
     }
-    if (!SpinUntil(done, timeout)) {
+    bool finished = false;
+    if (!timeout.is_immediate() && !HavePumpWork()) {
+      finished = AdaptiveSpinUntil([&] { return done() || HavePumpWork(); },
+                                   timeout) &&
+                 done();
+    }
+    while (!finished && !done()) {
+      if (HavePumpWork()) {
+        const bool progressed = RunProgressPumps();
+        if (done() || timeout.is_immediate() || timeout.expired()) break;
+        if (progressed) continue;
+      } else if (timeout.is_immediate() || timeout.expired()) {
+        break;
+      }
+      // Registered as a sleeper only around the sleep, so that the signals
+      // a pump step sends from this thread take Signal's fast path. Read
+      // the epoch before re-checking: a wake-up after the check changes
+      // it, and then the sleep returns at once.
       slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
-      while (true) {
-        // Read the epoch before re-checking: a wake-up after the check
-        // changes it, and then the sleep returns at once.
-        const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-        if (done() || timeout.expired()) break;
-        SleepOnEpoch(epoch, timeout);
+      const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+      if (!done()) {
+        if (HaveProgressPumps()) {
+          auto slice = Timeout::Clock::now() + kPumpSlice;
+          SleepOnEpoch(epoch,
+                       Timeout::At(timeout.is_infinite()
+                                       ? slice
+                                       : std::min(slice, timeout.deadline())));
+        } else {
+          SleepOnEpoch(epoch, timeout);
+        }
       }
       slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
     }
@@ -398,8 +441,11 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   // only then register timepoints and sleep.
   Status polled;
   if (PollPoints(mode, points, &polled)) return polled;
-  if (!timeout.is_immediate() && !HaveProgressPumps() &&
-      SpinUntil([&] { return PollPoints(mode, points, &polled); }, timeout)) {
+  if (!timeout.is_immediate() && !HavePumpWork() &&
+      AdaptiveSpinUntil(
+          [&] { return PollPoints(mode, points, &polled) || HavePumpWork(); },
+          timeout) &&
+      PollPoints(mode, points, &polled)) {
     return polled;
   }
   auto state = std::make_shared<MultiWaitState>();

@@ -74,6 +74,10 @@ struct Core {
   // Deterministic: started, a min-heap on (complete_at, start_seq).
   std::vector<std::shared_ptr<Entry>> running;
   std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
+  // Deterministic: ops in `ready` or `running`, published to waiters
+  // through AddPumpWork (hal/progress.h) so that they pump only when a step
+  // can run something, and spin or sleep otherwise.
+  int64_t runnable = 0;
   size_t in_flight = 0;
   bool stopping = false;
   bool joined = false;
@@ -107,6 +111,8 @@ struct Core {
     }
     if (deterministic) {
       ready.push_back(entry);
+      ++runnable;
+      AddPumpWork(1);
     } else {
       queues[entry->op->queue].push_back(entry);
     }
@@ -189,6 +195,10 @@ struct Core {
       }
       live.clear();
       ready.clear();
+      if (runnable != 0) {
+        AddPumpWork(-runnable);
+        runnable = 0;
+      }
       for (auto& e : left) {
         if (e->began) ctx->EndAccess(e->op->id);
       }
@@ -492,6 +502,8 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
       }
       core.live.erase(entry->op->id);
       entry->taken = true;
+      --core.runnable;
+      AddPumpWork(-1);
       ctx.AdvanceTo(entry->complete_at);
       core.CheckLoss();
       lost = ctx.lost();
