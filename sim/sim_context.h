@@ -63,11 +63,25 @@ class SimContext;
 // trace (trace=path). Every step is a multiply and a shift: no step is
 // skipped when the tokens are equal, so equal traces and only (up to hash
 // collisions) equal traces hash equal.
-inline uint64_t TraceMix(uint64_t h, uint64_t x) {
+// Inlined so that literal tokens fold into constants: hashing one costs a
+// multiply per 8 bytes.
+#define HAL_SIM_TRACE_INLINE inline __attribute__((always_inline))
+HAL_SIM_TRACE_INLINE uint64_t TraceMix(uint64_t h, uint64_t x) {
   h = (h ^ x) * 0x9E3779B97F4A7C15ull;
   return h ^ (h >> 32);
 }
-inline uint64_t TraceMixBytes(uint64_t h, const char* p, size_t n) {
+// Up to 7 bytes, little-endian, in the low bytes of a word.
+HAL_SIM_TRACE_INLINE uint64_t TraceTailWord(const char* p, size_t n) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return w;
+}
+HAL_SIM_TRACE_INLINE uint64_t TraceMixBytes(uint64_t h, const char* p,
+                                            size_t n) {
+  // Short text (most tokens): its bytes and its length in one word.
+  if (n < 8) return TraceMix(h, TraceTailWord(p, n) | (uint64_t{n} << 56));
   h = TraceMix(h, 0x7478740000000000ull ^ n);  // "txt" tag and the length
   for (; n >= 8; p += 8, n -= 8) {
     uint64_t w;
@@ -77,12 +91,7 @@ inline uint64_t TraceMixBytes(uint64_t h, const char* p, size_t n) {
     }
     h = TraceMix(h, w);
   }
-  if (n == 0) return h;
-  uint64_t w = 0;
-  for (size_t i = 0; i < n; ++i) {
-    w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  }
-  return TraceMix(h, w);
+  return n == 0 ? h : TraceMix(h, TraceTailWord(p, n));
 }
 
 // Builds one trace line: mixes its tokens into the trace hash and, when
@@ -93,25 +102,34 @@ class TraceLine {
  public:
   explicit TraceLine(SimContext& context);
   ~TraceLine();
-  TraceLine& operator<<(std::string_view text) {
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(std::string_view text) {
     hash_ = TraceMixBytes(hash_, text.data(), text.size());
-    if (text_) text_->append(text);
+    if (text_) AppendText(text);
     return *this;
   }
-  TraceLine& operator<<(const char* text) {
+  // A literal: its length and bytes fold into constants. (Other C strings
+  // convert to string_view.) The length is the C string's, not N: a char
+  // buffer may hold a shorter string.
+  template <size_t N>
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(const char (&text)[N]) {
     return *this << std::string_view(text);
   }
-  TraceLine& operator<<(uint64_t value) {
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(uint64_t value) {
     hash_ = TraceMix(hash_ ^ 0x6E756D, value);  // "num" tag
-    if (text_) {
-      char buf[24];
-      auto r = std::to_chars(buf, buf + sizeof(buf), value);
-      text_->append(buf, r.ptr);
-    }
+    if (text_) AppendNumber(value);
     return *this;
   }
 
  private:
+  __attribute__((noinline)) void AppendText(std::string_view text) {
+    text_->append(text);
+  }
+  __attribute__((noinline)) void AppendNumber(uint64_t value) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof(buf), value);
+    text_->append(buf, r.ptr);
+  }
+
   SimContext& context_;
   std::string* text_;  // null when no text is kept
   uint64_t hash_;

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <random>
+#include <typeinfo>
 
 #include "sim/sim_command_buffer.h"
 #include "sim/sim_executable.h"
@@ -143,8 +144,10 @@ StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
 }
 
 void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
-  if (auto* s = dynamic_cast<SimSemaphore*>(semaphore)) {
-    line << "s" << s->id();
+  // SimSemaphore is final: a type check is enough (dynamic_cast walks the
+  // hierarchy, twice per queue operation).
+  if (typeid(*semaphore) == typeid(SimSemaphore)) {
+    line << "s" << static_cast<SimSemaphore*>(semaphore)->id();
     return;
   }
   for (const auto& [sem, id] : foreign_semaphores_) {

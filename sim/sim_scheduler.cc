@@ -4,8 +4,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "hal/progress.h"
@@ -27,9 +27,16 @@ void FinishSimOp(SimOp& op, const Status& status) {
 
 namespace {
 
+struct Core;
+
 // An op plus the bookkeeping of its pending waits. Owned by shared_ptr so
 // that timepoint callbacks racing with shutdown keep it alive.
 struct Entry {
+  // Held here rather than by each wait callback, so that a callback
+  // captures one shared_ptr and fits std::function's inline storage (no
+  // allocation per wait). Core holds entries only while they are live, and
+  // drops them all in AbandonAll, so the cycle does not outlive the device.
+  std::shared_ptr<Core> core;
   std::unique_ptr<SimOp> op;
   std::mutex mutex;  // guards the four fields below
   int pending = 0;
@@ -46,6 +53,7 @@ struct Entry {
   // end it. Exactly one of them does; a wait callback that comes later
   // (racing with AbandonAll) must not queue it again.
   bool taken = false;
+  size_t live_index = 0;  // in Core::live, while not taken
 };
 
 // Heap order for the deterministic scheduler: earliest completion first,
@@ -73,7 +81,9 @@ struct Core {
   std::vector<std::shared_ptr<Entry>> ready;  // deterministic: not started
   // Deterministic: started, a min-heap on (complete_at, start_seq).
   std::vector<std::shared_ptr<Entry>> running;
-  std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
+  // Submitted, not taken, in no particular order (AbandonAll sorts by id);
+  // Entry::live_index is the position.
+  std::vector<std::shared_ptr<Entry>> live;
   // Deterministic: ops in `ready` or `running`, published to waiters
   // through AddPumpWork (hal/progress.h) so that they pump only when a step
   // can run something, and spin or sleep otherwise.
@@ -104,7 +114,7 @@ struct Core {
     if (entry->taken) return;
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
-    if (!failed && ctx->lost().ok()) {
+    if (!failed && ctx->lost().ok() && !entry->op->accesses.empty()) {
       entry->hazard =
           ctx->BeginAccess(entry->op->id, entry->op->name, entry->op->accesses);
       entry->began = true;
@@ -124,13 +134,25 @@ struct Core {
   Status Admit(const std::shared_ptr<Entry>& entry) {
     if (stopping) return CancelledError("device is shutting down");
     if (!ctx->lost().ok()) return ctx->lost();
-    live.emplace(entry->op->id, entry);
+    entry->live_index = live.size();
+    live.push_back(entry);
     ++in_flight;
     return OkStatus();
   }
 
+  // Takes `entry` out of `live`; with the lock held.
+  void Unlive(Entry& entry) {
+    const size_t i = entry.live_index;
+    if (i != live.size() - 1) {
+      live[i] = std::move(live.back());
+      live[i]->live_index = i;
+    }
+    live.pop_back();
+  }
+
   void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op) {
     auto entry = std::make_shared<Entry>();
+    entry->core = self;
     entry->op = std::move(op);
     entry->pending = static_cast<int>(entry->op->waits.size()) + 1;
     Status admitted;
@@ -143,12 +165,23 @@ struct Core {
       return;
     }
     // A copy: a failed wait may dispatch the op, which may then run, end
-    // and be destroyed while this loop still registers the others.
-    const std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits =
-        entry->op->waits;
+    // and be destroyed while this loop still registers the others. (On the
+    // stack for the usual few waits.)
+    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
+    constexpr size_t kInlineWaits = 4;
+    WaitPoint inline_waits[kInlineWaits];
+    std::vector<WaitPoint> heap_waits;
+    std::span<WaitPoint> waits;
+    if (entry->op->waits.size() <= kInlineWaits) {
+      std::copy(entry->op->waits.begin(), entry->op->waits.end(), inline_waits);
+      waits = std::span<WaitPoint>(inline_waits, entry->op->waits.size());
+    } else {
+      heap_waits.assign(entry->op->waits.begin(), entry->op->waits.end());
+      waits = heap_waits;
+    }
     for (auto& [sem, value] : waits) {
-      auto id = sem->NotifyAt(value, [self, entry](const Status& status) {
-        self->WaitResolved(entry, status);
+      auto id = sem->NotifyAt(value, [entry](const Status& status) {
+        entry->core->WaitResolved(entry, status);
       });
       if (id) {
         bool cancel_now;
@@ -189,11 +222,14 @@ struct Core {
     std::vector<std::shared_ptr<Entry>> left;
     {
       std::lock_guard<std::mutex> lock(mutex());
-      for (auto& [id, e] : live) {
-        e->taken = true;
-        left.push_back(e);
-      }
+      left = std::move(live);
       live.clear();
+      std::sort(
+          left.begin(), left.end(),
+          [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+            return a->op->id < b->op->id;
+          });
+      for (auto& e : left) e->taken = true;
       ready.clear();
       if (runnable != 0) {
         AddPumpWork(-runnable);
@@ -228,10 +264,16 @@ struct Core {
 
   // Runs the op's work (or not) and returns its status. `lost` is the
   // device-loss status when the device is gone.
-  Status Execute(Entry& entry, const Status& lost) {
+  // `drawn_fault`, when given, is OnRunOp's answer, drawn by the caller
+  // under the lock it held anyway (the deterministic step); the caller then
+  // also guarantees that `entry.failure` no longer changes.
+  Status Execute(Entry& entry, const Status& lost,
+                 const Status* drawn_fault = nullptr) {
     SimOp& op = *entry.op;
     Status failure;
-    {
+    if (drawn_fault) {
+      failure = entry.failure;
+    } else {
       std::lock_guard<std::mutex> lock(entry.mutex);
       failure = entry.failure;
     }
@@ -246,7 +288,9 @@ struct Core {
     }
     if (!entry.hazard.ok()) return entry.hazard;
     Status fault;
-    {
+    if (drawn_fault) {
+      fault = *drawn_fault;
+    } else {
       std::lock_guard<std::mutex> lock(mutex());
       fault = ctx->OnRunOp(op.name, op.id);
     }
@@ -351,7 +395,7 @@ class ThreadedScheduler final : public SimScheduler {
       if (core.queues[queue].empty()) return;  // stopping and drained
       std::shared_ptr<Entry> entry = std::move(core.queues[queue].front());
       core.queues[queue].pop_front();
-      core.live.erase(entry->op->id);
+      core.Unlive(*entry);
       entry->taken = true;
       Status lost = core.ctx->lost();
       lock.unlock();
@@ -454,6 +498,7 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
     SimContext& ctx = *core.ctx;
     std::shared_ptr<Entry> entry;
     Status lost;
+    Status fault;
     {
       std::lock_guard<std::mutex> lock(core.mutex());
       if (core.joined) return false;
@@ -462,11 +507,8 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         std::shared_ptr<Entry> e = std::move(core.ready[i]);
         core.ready[i] = std::move(core.ready.back());
         core.ready.pop_back();
-        bool waits_ok;
-        {
-          std::lock_guard<std::mutex> elock(e->mutex);
-          waits_ok = e->failure.ok();
-        }
+        // Final once dispatched (see the fault draw below): no entry lock.
+        const bool waits_ok = e->failure.ok();
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
         TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name
@@ -500,17 +542,24 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         std::make_heap(core.running.begin(), core.running.end(),
                        CompletesLater);
       }
-      core.live.erase(entry->op->id);
+      core.Unlive(*entry);
       entry->taken = true;
       --core.runnable;
       AddPumpWork(-1);
       ctx.AdvanceTo(entry->complete_at);
       core.CheckLoss();
       lost = ctx.lost();
+      // The fault draw of Execute, here under the lock already held (the
+      // same draws in the same order). The entry's failure is final: it was
+      // set, if at all, before the op was dispatched, and a later wait
+      // callback only counts down `pending`.
+      if (entry->failure.ok() && lost.ok() && entry->hazard.ok()) {
+        fault = ctx.OnRunOp(entry->op->name, entry->op->id);
+      }
     }
     // Only the pumping thread touches `excluded_`.
     excluded_.push_back(entry->op->queue);
-    Status status = core.Execute(*entry, lost);
+    Status status = core.Execute(*entry, lost, &fault);
     excluded_.pop_back();
     core.Complete(entry, status);
     return true;
