@@ -294,7 +294,9 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
                                    BindingTable bindings) {
   auto op = NewOp(command_buffer ? "queue_execute" : "queue_barrier", affinity,
                   wait, signal);
-  if (command_buffer) {
+  // An empty command buffer has no work to plan or run (planning one draws
+  // nothing and traces nothing): the op is a barrier under its name.
+  if (command_buffer && !command_buffer->commands().empty()) {
     std::vector<Binding> table(bindings.begin(), bindings.end());
     for (const Command& c : command_buffer->commands()) {
       CommandAccesses(c, table, &op->accesses);

@@ -38,10 +38,15 @@ struct Entry {
   // drops them all in AbandonAll, so the cycle does not outlive the device.
   std::shared_ptr<Core> core;
   std::unique_ptr<SimOp> op;
-  std::mutex mutex;  // guards the four fields below
-  int pending = 0;
-  bool dispatched = false;       // handed on (all waits met, or one failed)
+  // Waits not yet resolved, plus one held by Submit while it registers.
+  std::atomic<int> pending{0};
+  // Handed on (all waits met, or one failed); set once.
+  std::atomic<bool> dispatched{false};
+  std::mutex mutex;              // guards the three fields below
   bool waits_cancelled = false;  // CancelWaits ran; later ids cancel at once
+  // The first failed wait's status. Written (under the mutex) only before
+  // the writer counts down `pending`; so it is final once the op is
+  // dispatched, and the dispatcher may read it without the mutex.
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
@@ -94,19 +99,22 @@ struct Core {
 
   std::mutex& mutex() { return ctx->mutex(); }
 
+  // No entry lock on the usual path (a wait that succeeded): `pending`
+  // and `dispatched` are atomics, and a failure is recorded before the
+  // count-down that publishes it (acq_rel).
   void WaitResolved(const std::shared_ptr<Entry>& entry, const Status& status) {
-    bool failed;
-    {
+    if (!status.ok()) {
       std::lock_guard<std::mutex> lock(entry->mutex);
-      --entry->pending;
-      if (!status.ok() && entry->failure.ok()) entry->failure = status;
-      // A failed wait dispatches at once: the op will not run, and its
-      // signals must fail now rather than after waits that may never come.
-      bool ready_now = entry->pending == 0 || !entry->failure.ok();
-      if (!ready_now || entry->dispatched) return;
-      entry->dispatched = true;
-      failed = !entry->failure.ok();
+      if (entry->failure.ok()) entry->failure = status;
     }
+    const int left = entry->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    // A failed wait dispatches at once: the op will not run, and its
+    // signals must fail now rather than after waits that may never come.
+    if (left != 0 && status.ok()) return;
+    if (entry->dispatched.exchange(true, std::memory_order_acq_rel)) return;
+    // Either this wait failed, or every wait has counted down (left == 0)
+    // and with it recorded its failure, if any: `failure` is final.
+    const bool failed = !status.ok() || !entry->failure.ok();
     std::lock_guard<std::mutex> lock(mutex());
     if (joined) return;  // Shutdown abandons everything left in `live`
     // AbandonAll (device loss) took it meanwhile: it ends it, once. (Its
@@ -125,8 +133,8 @@ struct Core {
       AddPumpWork(1);
     } else {
       queues[entry->op->queue].push_back(entry);
+      work_cv.notify_all();  // only the threaded workers wait on it
     }
-    work_cv.notify_all();
   }
 
   // Registers `entry`; with the lock held. False when it cannot be queued
@@ -154,7 +162,33 @@ struct Core {
     auto entry = std::make_shared<Entry>();
     entry->core = self;
     entry->op = std::move(op);
-    entry->pending = static_cast<int>(entry->op->waits.size()) + 1;
+    // Waits already reached need no timepoint (the usual case: a
+    // dependency on earlier work). The others are copied: a failed wait may
+    // dispatch the op, which may then run, end and be destroyed while the
+    // loop below still registers the rest. (On the stack for a few.)
+    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
+    constexpr size_t kInlineWaits = 4;
+    WaitPoint inline_waits[kInlineWaits];
+    std::vector<WaitPoint> heap_waits;
+    size_t unreached = 0;
+    for (const WaitPoint& w : entry->op->waits) {
+      StatusOr<uint64_t> payload = w.first->Query();
+      if (payload.ok() && *payload >= w.second) continue;
+      if (unreached < kInlineWaits) {
+        inline_waits[unreached] = w;
+      } else {
+        if (heap_waits.empty()) {
+          heap_waits.assign(inline_waits, inline_waits + kInlineWaits);
+        }
+        heap_waits.push_back(w);
+      }
+      ++unreached;
+    }
+    std::span<WaitPoint> waits =
+        heap_waits.empty() ? std::span<WaitPoint>(inline_waits, unreached)
+                           : std::span<WaitPoint>(heap_waits);
+    entry->pending.store(static_cast<int>(unreached) + 1,
+                         std::memory_order_relaxed);
     Status admitted;
     {
       std::lock_guard<std::mutex> lock(mutex());
@@ -163,21 +197,6 @@ struct Core {
     if (!admitted.ok()) {
       Abandon(*entry->op, admitted);
       return;
-    }
-    // A copy: a failed wait may dispatch the op, which may then run, end
-    // and be destroyed while this loop still registers the others. (On the
-    // stack for the usual few waits.)
-    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
-    constexpr size_t kInlineWaits = 4;
-    WaitPoint inline_waits[kInlineWaits];
-    std::vector<WaitPoint> heap_waits;
-    std::span<WaitPoint> waits;
-    if (entry->op->waits.size() <= kInlineWaits) {
-      std::copy(entry->op->waits.begin(), entry->op->waits.end(), inline_waits);
-      waits = std::span<WaitPoint>(inline_waits, entry->op->waits.size());
-    } else {
-      heap_waits.assign(entry->op->waits.begin(), entry->op->waits.end());
-      waits = heap_waits;
     }
     for (auto& [sem, value] : waits) {
       auto id = sem->NotifyAt(value, [entry](const Status& status) {
