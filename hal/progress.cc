@@ -10,6 +10,12 @@ namespace {
 std::atomic<int> g_pump_count{0};
 // Work the pumps published (AddPumpWork), over all pumps.
 std::atomic<int64_t> g_pump_work{0};
+std::atomic<int> g_pump_sleeper_count{0};
+std::mutex& SleeperMutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+PumpSleeper* g_pump_sleepers = nullptr;  // under SleeperMutex
 std::recursive_mutex& PumpMutex() {
   static auto* m = new std::recursive_mutex();
   return *m;
@@ -40,11 +46,36 @@ bool HaveProgressPumps() {
   return g_pump_count.load(std::memory_order_acquire) > 0;
 }
 
-// seq_cst on both sides: a waiter that reads no work and then sleeps is
-// woken by the slice (see semaphore.cc), so no finer ordering is needed;
-// seq_cst keeps the argument simple and costs nothing measurable here.
+// A sleeper registers (the count, seq_cst) and then reads the work count;
+// a publisher adds work and then reads the sleeper count (both seq_cst).
+// Either the sleeper sees the work and does not sleep, or the publisher
+// sees the sleeper and wakes it.
 void AddPumpWork(int64_t delta) {
   g_pump_work.fetch_add(delta, std::memory_order_seq_cst);
+  if (delta > 0 && g_pump_sleeper_count.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(SleeperMutex());
+    for (PumpSleeper* s = g_pump_sleepers; s; s = s->next) s->wake(s->arg);
+  }
+}
+
+void AddPumpSleeper(PumpSleeper* sleeper) {
+  std::lock_guard<std::mutex> lock(SleeperMutex());
+  sleeper->prev = nullptr;
+  sleeper->next = g_pump_sleepers;
+  if (g_pump_sleepers) g_pump_sleepers->prev = sleeper;
+  g_pump_sleepers = sleeper;
+  g_pump_sleeper_count.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void RemovePumpSleeper(PumpSleeper* sleeper) {
+  std::lock_guard<std::mutex> lock(SleeperMutex());
+  if (sleeper->prev) {
+    sleeper->prev->next = sleeper->next;
+  } else {
+    g_pump_sleepers = sleeper->next;
+  }
+  if (sleeper->next) sleeper->next->prev = sleeper->prev;
+  g_pump_sleeper_count.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 bool HavePumpWork() { return g_pump_work.load(std::memory_order_seq_cst) > 0; }

@@ -6,9 +6,9 @@
 // function of the seed and the sequence of host calls alone. Such a driver
 // registers a pump; every blocking wait in hal/ (Semaphore::Wait,
 // WaitSemaphores, Fence::Wait) runs the pumps while work is pending, and
-// otherwise spins briefly and sleeps like any other wait (a sleeper wakes at
-// least every millisecond while pumps exist, to run work that became
-// runnable meanwhile).
+// otherwise spins briefly and sleeps like any other wait (Semaphore::Wait
+// is woken by work published meanwhile: AddPumpSleeper; the others look
+// again every millisecond).
 //
 // Thread safety: everything here may be called from any thread. A pump must
 // tolerate being called from several threads at once (it may simply return
@@ -41,6 +41,20 @@ bool HaveProgressPumps();
 void AddPumpWork(int64_t delta);
 // True while some pump published work (one atomic load).
 bool HavePumpWork();
+
+// A waiter that sleeps while pumps exist and none has work registers how
+// to wake it: publishing work (AddPumpWork with a positive delta) wakes
+// every registered sleeper, since one of them may be the only thread that
+// would run it. Register before the last check for work and unregister
+// after the sleep; `wake` runs under a registry lock and must not block.
+struct PumpSleeper {
+  void (*wake)(void* arg) = nullptr;
+  void* arg = nullptr;
+  PumpSleeper* prev = nullptr;
+  PumpSleeper* next = nullptr;
+};
+void AddPumpSleeper(PumpSleeper* sleeper);
+void RemovePumpSleeper(PumpSleeper* sleeper);
 
 // Runs every registered pump once; true when any made progress. Returns
 // false at once, without a lock, when no pump published work, and when

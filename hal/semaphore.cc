@@ -43,10 +43,11 @@ void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
   }
 }
 
-// How long a waiter spins before it sleeps. A signal that is already on its
-// way (the other side of a ping-pong, a device thread finishing a short op)
-// usually lands within a few microseconds, and a futex sleep + wake-up costs
-// more than that (docs/performance.md: about 10x on a 2-core machine).
+// How long a waiter spins before it sleeps. A signal that is already on
+// its way (the other side of a ping-pong, a device thread
+// finishing a short op) usually lands within a few microseconds, and a
+// futex sleep + wake-up costs more than that (docs/performance.md: about
+// 10x on a 2-core machine).
 constexpr auto kSpinBudget = std::chrono::microseconds(10);
 
 inline void CpuRelax() {
@@ -59,9 +60,10 @@ inline void CpuRelax() {
 
 // Spins until `done()` or the spin budget (or the deadline) runs out.
 template <typename Done>
-bool SpinUntil(const Done& done, Timeout timeout) {
+bool SpinUntil(const Done& done, Timeout timeout,
+               Timeout::Clock::duration budget = kSpinBudget) {
   if (done()) return true;
-  auto limit = Timeout::Clock::now() + kSpinBudget;
+  auto limit = Timeout::Clock::now() + budget;
   if (!timeout.is_infinite()) limit = std::min(limit, timeout.deadline());
   while (true) {
     for (int i = 0; i < 32; ++i) {
@@ -72,34 +74,42 @@ bool SpinUntil(const Done& done, Timeout timeout) {
   }
 }
 
-// SpinUntil, skipped while this thread's recent spins failed. A spin that
-// fails costs its whole budget: the other side was not about to answer
-// (its thread is not running: a loaded machine; or its work is long). Each
-// failure doubles the number of waits that skip the spin (up to 63), so a
-// thread that keeps failing sleeps at once, as a plain futex wait does, and
-// still probes now and then whether spinning pays again; each success
-// halves the skip again (one lucky spin on a loaded machine does not bring
-// back spinning on every wait).
+// SpinUntil, only while it pays on this thread. A failed spin costs its
+// whole budget (the other side was not about to answer: its thread is not
+// running on a loaded machine, or its work is long), while a successful one
+// saves a futex sleep and wake-up, a few microseconds: spinning pays only
+// when nearly every spin succeeds. So each thread keeps a moving average of
+// its spins' success (1/8 weight per spin) and spins while it is at least
+// kSpinPaysAbove; below that, waits sleep at once, as a plain futex wait
+// does, and one wait in kSpinProbeEvery still spins, for kSpinProbeBudget
+// (a futex wake-up of an idle core takes a few microseconds; on a loaded
+// machine the probes cost about 5% of a futex round trip). A probe that
+// succeeds
+// lifts the average to the threshold: the other side answered within the
+// budget although this thread slept, so spinning is worth another try (two
+// threads that both sleep would otherwise never find out that spinning
+// pays again; two failures in a row stop it again).
 struct SpinHistory {
-  uint32_t failures = 0;
-  uint32_t skip = 0;
+  uint32_t score = 1024;  // success rate, in 1/1024ths
+  uint32_t waits = 0;
 };
 thread_local SpinHistory t_spin_history;
-constexpr uint32_t kMaxSpinFailures = 6;
+constexpr uint32_t kSpinPaysAbove = 870;  // 85%
+constexpr uint32_t kSpinProbeEvery = 16;
+constexpr auto kSpinProbeBudget = std::chrono::microseconds(4);
 
 template <typename Done>
 bool AdaptiveSpinUntil(const Done& done, Timeout timeout) {
+  if (done()) return true;
   SpinHistory& h = t_spin_history;
-  if (h.skip > 0) {
-    --h.skip;
-    return done();
-  }
-  if (SpinUntil(done, timeout)) {
-    if (h.failures > 0) --h.failures;
+  const bool probe = h.score < kSpinPaysAbove;
+  if (probe && ++h.waits % kSpinProbeEvery != 0) return false;
+  if (SpinUntil(done, timeout, probe ? kSpinProbeBudget : kSpinBudget)) {
+    h.score += (1024 - h.score) / 8;
+    if (probe) h.score = std::max(h.score, kSpinPaysAbove);
     return true;
   }
-  if (h.failures < kMaxSpinFailures) ++h.failures;
-  h.skip = (1u << h.failures) - 1;
+  h.score -= h.score / 8;
   return false;
 }
 
@@ -273,13 +283,13 @@ void Semaphore::Fail(Status status) {
 
 // Three phases, each entered only when the one before did not finish:
 // pump while a progress pump (deterministic simulator) has work to run; spin
-// for kSpinBudget while none has (unless this thread's recent spins
-// failed: AdaptiveSpinUntil); sleep on the epoch. While pumps exist a
-// sleep lasts at most kPumpSlice: work they must run on this thread may
-// become runnable meanwhile (another host thread signals its wait), and
-// nobody wakes us for that. The deadline is checked after every pump step:
-// a poll runs at most one step, a timed wait stops at most one step past
-// its deadline.
+// while none has (as long and as often as spinning pays on this thread:
+// AdaptiveSpinUntil); sleep on the epoch, until a signal, a failure, or
+// work published by a pump. A sleep lasts at most kPumpSlice when pumping
+// stalled (another thread pumps, or the work left is on queues excluded on
+// this thread): nobody wakes us when that ends. The deadline is checked after
+// every pump step: a poll runs at most one step, a timed wait stops at most one
+// step past its deadline.
 Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   auto done = [&] {
     return failed_.load(std::memory_order_seq_cst) ||
@@ -299,31 +309,45 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
                  done();
     }
     while (!finished && !done()) {
+      bool pump_stalled = false;
       if (HavePumpWork()) {
         const bool progressed = RunProgressPumps();
         if (done() || timeout.is_immediate() || timeout.expired()) break;
         if (progressed) continue;
+        // Another thread is pumping, or the work left belongs to queues
+        // whose host calls are on this thread's stack.
+        pump_stalled = true;
       } else if (timeout.is_immediate() || timeout.expired()) {
         break;
       }
-      // Registered as a sleeper only around the sleep, so that the signals
-      // a pump step sends from this thread take Signal's fast path. Read
-      // the epoch before re-checking: a wake-up after the check changes
-      // it, and then the sleep returns at once.
+      // While pumps exist, work they publish meanwhile wakes this sleeper
+      // (AddPumpSleeper), since it may be the only thread that would run
+      // it. Registered as a sleeper (slow_) only around the sleep, so that
+      // the signals a pump step sends from this thread take Signal's fast
+      // path. Read the epoch before re-checking: a wake-up after the check
+      // changes it, and then the sleep returns at once.
+      const bool pumps = HaveProgressPumps();
+      PumpSleeper pump_sleeper;
+      pump_sleeper.wake = [](void* self) {
+        static_cast<Semaphore*>(self)->WakeSleepers();
+      };
+      pump_sleeper.arg = this;
+      if (pumps) AddPumpSleeper(&pump_sleeper);
       slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
       const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-      if (!done()) {
-        if (HaveProgressPumps()) {
-          auto slice = Timeout::Clock::now() + kPumpSlice;
-          SleepOnEpoch(epoch,
-                       Timeout::At(timeout.is_infinite()
-                                       ? slice
-                                       : std::min(slice, timeout.deadline())));
-        } else {
-          SleepOnEpoch(epoch, timeout);
-        }
-      }
+      if (done()) {
+      } else if (pump_stalled) {
+        // Nobody wakes us when the stall ends: look again in a slice.
+        auto slice = Timeout::Clock::now() + kPumpSlice;
+        SleepOnEpoch(epoch,
+                     Timeout::At(timeout.is_infinite()
+                                     ? slice
+                                     : std::min(slice, timeout.deadline())));
+      } else if (!pumps || !HavePumpWork()) {
+        SleepOnEpoch(epoch, timeout);
+      }  // else work was published meanwhile: pump it
       slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
+      if (pumps) RemovePumpSleeper(&pump_sleeper);
     }
   }
   if (failed_.load(std::memory_order_acquire)) {
