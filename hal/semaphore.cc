@@ -98,12 +98,17 @@ constexpr uint32_t kSpinPaysAbove = 870;  // 85%
 constexpr uint32_t kSpinProbeEvery = 16;
 constexpr auto kSpinProbeBudget = std::chrono::microseconds(4);
 
+// `*skipped` (optional) tells whether the spin was skipped.
 template <typename Done>
-bool AdaptiveSpinUntil(const Done& done, Timeout timeout) {
+bool AdaptiveSpinUntil(const Done& done, Timeout timeout,
+                       bool* skipped = nullptr) {
   if (done()) return true;
   SpinHistory& h = t_spin_history;
   const bool probe = h.score < kSpinPaysAbove;
-  if (probe && ++h.waits % kSpinProbeEvery != 0) return false;
+  if (probe && ++h.waits % kSpinProbeEvery != 0) {
+    if (skipped) *skipped = true;
+    return false;
+  }
   if (SpinUntil(done, timeout, probe ? kSpinProbeBudget : kSpinBudget)) {
     h.score += (1024 - h.score) / 8;
     if (probe) h.score = std::max(h.score, kSpinPaysAbove);
@@ -111,6 +116,20 @@ bool AdaptiveSpinUntil(const Done& done, Timeout timeout) {
   }
   h.score -= h.score / 8;
   return false;
+}
+
+// A wait that skipped its spin and then slept tells whether the spin would
+// have paid: a sleep shorter than the spin budget means the other side
+// answered within it. Counted like a quarter of a spin, so that a thread (or
+// two ping-ponging threads) that sleeps on every wait goes back to spinning
+// once the machine is quiet, without waiting for a lucky probe.
+void NoteSkippedSpinSlept(Timeout::Clock::duration slept) {
+  SpinHistory& h = t_spin_history;
+  if (slept < kSpinBudget) {
+    h.score += (1024 - h.score) / 32;
+  } else {
+    h.score -= h.score / 32;
+  }
 }
 
 #if defined(__linux__)
@@ -303,9 +322,10 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
           static_cast<unsigned long long>(value));
     }
     bool finished = false;
+    bool spin_skipped = false;
     if (!timeout.is_immediate() && !HavePumpWork()) {
       finished = AdaptiveSpinUntil([&] { return done() || HavePumpWork(); },
-                                   timeout) &&
+                                   timeout, &spin_skipped) &&
                  done();
     }
     while (!finished && !done()) {
@@ -344,7 +364,12 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
                                      ? slice
                                      : std::min(slice, timeout.deadline())));
       } else if (!pumps || !HavePumpWork()) {
+        const auto slept_from = Timeout::Clock::now();
         SleepOnEpoch(epoch, timeout);
+        if (spin_skipped && done()) {
+          NoteSkippedSpinSlept(Timeout::Clock::now() - slept_from);
+          spin_skipped = false;
+        }
       }  // else work was published meanwhile: pump it
       slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
       if (pumps) RemovePumpSleeper(&pump_sleeper);
