@@ -146,6 +146,22 @@ void BM_Baseline_MiniQueueSubmit(benchmark::State& state) {
 }
 BENCHMARK(BM_Baseline_MiniQueueSubmit);
 
+// The submit-only benchmarks keep 1024 operations in flight between drains.
+// Operations that no semaphore orders may complete in any order (the
+// deterministic simulator picks one by seed), so each signals its own
+// semaphore of a ring, once per drain: a shared timeline would be signalled
+// out of order and fail.
+constexpr uint64_t kSubmitBatch = 1024;
+
+StatusOr<std::vector<Ref<Semaphore>>> SignalRing() {
+  std::vector<Ref<Semaphore>> ring;
+  for (uint64_t k = 0; k < kSubmitBatch; ++k) {
+    HAL_ASSIGN_OR_RETURN(Ref<Semaphore> s, GetDevice()->CreateSemaphore(0));
+    ring.push_back(std::move(s));
+  }
+  return ring;
+}
+
 // Only the QueueExecute call; the queue drains (outside the timing) every
 // 1024 submissions so the backlog stays bounded. The worker runs
 // concurrently, as it would in an application. CPU time of the submitting
@@ -154,19 +170,21 @@ void BM_Queue_ExecuteEmpty_SubmitOnly(benchmark::State& state) {
   Device* device = GetDevice();
   HAL_BENCH_ASSIGN(state, Ref<CommandBuffer> cb, EmptyCommandBuffer(1));
   HAL_BENCH_ASSIGN(state, Ref<Semaphore> wait, device->CreateSemaphore(1));
-  HAL_BENCH_ASSIGN(state, Ref<Semaphore> signal, device->CreateSemaphore(0));
+  HAL_BENCH_ASSIGN(state, std::vector<Ref<Semaphore>> ring, SignalRing());
   uint64_t i = 0;
   for (auto _ : state) {
-    ++i;
-    SemaphorePoint w{wait.get(), 1}, s{signal.get(), i};
+    SemaphorePoint w{wait.get(), 1};
+    SemaphorePoint s{ring[i % kSubmitBatch].get(), i / kSubmitBatch + 1};
     HAL_BENCH_CHECK(state, device->QueueExecute(1, {&w, 1}, {&s, 1}, cb.get()));
-    if ((i & 1023) == 0) {
+    if (++i % kSubmitBatch == 0) {
       state.PauseTiming();
-      HAL_BENCH_CHECK(state, signal->Wait(i, Timeout::Infinite()));
+      HAL_BENCH_CHECK(state, device->WaitIdle(Timeout::Infinite()));
+      HAL_BENCH_CHECK(state, s.semaphore->Query());
       state.ResumeTiming();
     }
   }
   HAL_BENCH_CHECK(state, device->WaitIdle(Timeout::Infinite()));
+  for (auto& r : ring) HAL_BENCH_CHECK(state, r->Query());
 }
 BENCHMARK(BM_Queue_ExecuteEmpty_SubmitOnly);
 
@@ -176,21 +194,42 @@ void BM_Queue_ExecuteEmpty_SubmitOnlyUnreachedWait(benchmark::State& state) {
   Device* device = GetDevice();
   HAL_BENCH_ASSIGN(state, Ref<CommandBuffer> cb, EmptyCommandBuffer(1));
   HAL_BENCH_ASSIGN(state, Ref<Semaphore> wait, device->CreateSemaphore(0));
+  HAL_BENCH_ASSIGN(state, std::vector<Ref<Semaphore>> ring, SignalRing());
+  uint64_t i = 0;
+  for (auto _ : state) {
+    SemaphorePoint w{wait.get(), i + 1};
+    SemaphorePoint s{ring[i % kSubmitBatch].get(), i / kSubmitBatch + 1};
+    HAL_BENCH_CHECK(state, device->QueueExecute(1, {&w, 1}, {&s, 1}, cb.get()));
+    state.PauseTiming();
+    HAL_BENCH_CHECK(state, wait->Signal(i + 1));
+    if (++i % kSubmitBatch == 0) {
+      HAL_BENCH_CHECK(state, device->WaitIdle(Timeout::Infinite()));
+      HAL_BENCH_CHECK(state, s.semaphore->Query());
+    }
+    state.ResumeTiming();
+  }
+  HAL_BENCH_CHECK(state, device->WaitIdle(Timeout::Infinite()));
+  for (auto& r : ring) HAL_BENCH_CHECK(state, r->Query());
+}
+BENCHMARK(BM_Queue_ExecuteEmpty_SubmitOnlyUnreachedWait);
+
+// An empty barrier (QueueBarrier: no command buffer) with one wait and one
+// signal, end to end, as BM_Queue_ExecuteEmpty_EndToEnd: the simulator's
+// cost per queue operation with no work in it.
+void BM_Queue_Barrier_EndToEnd(benchmark::State& state) {
+  Device* device = GetDevice();
+  HAL_BENCH_ASSIGN(state, Ref<Semaphore> wait, device->CreateSemaphore(0));
   HAL_BENCH_ASSIGN(state, Ref<Semaphore> signal, device->CreateSemaphore(0));
   uint64_t i = 0;
   for (auto _ : state) {
     ++i;
-    SemaphorePoint w{wait.get(), i}, s{signal.get(), i};
-    HAL_BENCH_CHECK(state, device->QueueExecute(1, {&w, 1}, {&s, 1}, cb.get()));
-    state.PauseTiming();
     HAL_BENCH_CHECK(state, wait->Signal(i));
-    if ((i & 1023) == 0)
-      HAL_BENCH_CHECK(state, signal->Wait(i, Timeout::Infinite()));
-    state.ResumeTiming();
+    SemaphorePoint w{wait.get(), i}, s{signal.get(), i};
+    HAL_BENCH_CHECK(state, device->QueueBarrier(1, {&w, 1}, {&s, 1}));
+    HAL_BENCH_CHECK(state, signal->Wait(i, Timeout::Infinite()));
   }
-  HAL_BENCH_CHECK(state, device->WaitIdle(Timeout::Infinite()));
 }
-BENCHMARK(BM_Queue_ExecuteEmpty_SubmitOnlyUnreachedWait);
+BENCHMARK(BM_Queue_Barrier_EndToEnd)->UseRealTime();
 
 // ---------------------------------------------------------------------------
 // A chain of N dependent submissions alternating between two queues: op k

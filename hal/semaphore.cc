@@ -43,10 +43,11 @@ void PumpingWait(std::condition_variable& cv, Lock& lock, Timeout timeout,
   }
 }
 
-// How long a waiter spins before it sleeps. A signal that is already on its
-// way (the other side of a ping-pong, a device thread finishing a short op)
-// usually lands within a few microseconds, and a futex sleep + wake-up costs
-// more than that (docs/performance.md: about 10x on a 2-core machine).
+// How long a waiter spins before it sleeps. A signal that is already on
+// its way (the other side of a ping-pong, a device thread
+// finishing a short op) usually lands within a few microseconds, and a
+// futex sleep + wake-up costs more than that (docs/performance.md: about
+// 10x on a 2-core machine).
 constexpr auto kSpinBudget = std::chrono::microseconds(10);
 
 inline void CpuRelax() {
@@ -59,9 +60,10 @@ inline void CpuRelax() {
 
 // Spins until `done()` or the spin budget (or the deadline) runs out.
 template <typename Done>
-bool SpinUntil(const Done& done, Timeout timeout) {
+bool SpinUntil(const Done& done, Timeout timeout,
+               Timeout::Clock::duration budget = kSpinBudget) {
   if (done()) return true;
-  auto limit = Timeout::Clock::now() + kSpinBudget;
+  auto limit = Timeout::Clock::now() + budget;
   if (!timeout.is_infinite()) limit = std::min(limit, timeout.deadline());
   while (true) {
     for (int i = 0; i < 32; ++i) {
@@ -69,6 +71,64 @@ bool SpinUntil(const Done& done, Timeout timeout) {
       CpuRelax();
     }
     if (Timeout::Clock::now() >= limit) return done();
+  }
+}
+
+// SpinUntil, only while it pays on this thread. A failed spin costs its
+// whole budget (the other side was not about to answer: its thread is not
+// running on a loaded machine, or its work is long), while a successful one
+// saves a futex sleep and wake-up, a few microseconds: spinning pays only
+// when nearly every spin succeeds. So each thread keeps a moving average of
+// its spins' success (1/8 weight per spin) and spins while it is at least
+// kSpinPaysAbove; below that, waits sleep at once, as a plain futex wait
+// does, and one wait in kSpinProbeEvery still spins, for kSpinProbeBudget
+// (a futex wake-up of an idle core takes a few microseconds; on a loaded
+// machine the probes cost about 5% of a futex round trip). A probe that
+// succeeds
+// lifts the average to the threshold: the other side answered within the
+// budget although this thread slept, so spinning is worth another try (two
+// threads that both sleep would otherwise never find out that spinning
+// pays again; two failures in a row stop it again).
+struct SpinHistory {
+  uint32_t score = 1024;  // success rate, in 1/1024ths
+  uint32_t waits = 0;
+};
+thread_local SpinHistory t_spin_history;
+constexpr uint32_t kSpinPaysAbove = 870;  // 85%
+constexpr uint32_t kSpinProbeEvery = 16;
+constexpr auto kSpinProbeBudget = std::chrono::microseconds(4);
+
+// `*skipped` (optional) tells whether the spin was skipped.
+template <typename Done>
+bool AdaptiveSpinUntil(const Done& done, Timeout timeout,
+                       bool* skipped = nullptr) {
+  if (done()) return true;
+  SpinHistory& h = t_spin_history;
+  const bool probe = h.score < kSpinPaysAbove;
+  if (probe && ++h.waits % kSpinProbeEvery != 0) {
+    if (skipped) *skipped = true;
+    return false;
+  }
+  if (SpinUntil(done, timeout, probe ? kSpinProbeBudget : kSpinBudget)) {
+    h.score += (1024 - h.score) / 8;
+    if (probe) h.score = std::max(h.score, kSpinPaysAbove);
+    return true;
+  }
+  h.score -= h.score / 8;
+  return false;
+}
+
+// A wait that skipped its spin and then slept tells whether the spin would
+// have paid: a sleep shorter than the spin budget means the other side
+// answered within it. Counted like a quarter of a spin, so that a thread (or
+// two ping-ponging threads) that sleeps on every wait goes back to spinning
+// once the machine is quiet, without waiting for a lucky probe.
+void NoteSkippedSpinSlept(Timeout::Clock::duration slept) {
+  SpinHistory& h = t_spin_history;
+  if (slept < kSpinBudget) {
+    h.score += (1024 - h.score) / 32;
+  } else {
+    h.score -= h.score / 32;
   }
 }
 
@@ -240,47 +300,79 @@ void Semaphore::Fail(Status status) {
   Fire(fired, status);
 }
 
+// Three phases, each entered only when the one before did not finish:
+// pump while a progress pump (deterministic simulator) has work to run; spin
+// while none has (as long and as often as spinning pays on this thread:
+// AdaptiveSpinUntil); sleep on the epoch, until a signal, a failure, or
+// work published by a pump. A sleep lasts at most kPumpSlice when pumping
+// stalled (another thread pumps, or the work left is on queues excluded on
+// this thread): nobody wakes us when that ends. The deadline is checked after
+// every pump step: a poll runs at most one step, a timed wait stops at most one
+// step past its deadline.
 Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   auto done = [&] {
     return failed_.load(std::memory_order_seq_cst) ||
            payload_.load(std::memory_order_seq_cst) >= value;
   };
-  if (!done() && HaveProgressPumps()) {
-    // Device work runs inside host waits (deterministic simulator): pump
-    // instead of spinning, and sleep a slice at a time. The deadline is
-    // checked after every pump step: a poll runs at most one step, a timed
-    // wait stops at most one step past its deadline.
-    slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
-    while (!done()) {
-      const bool progressed = RunProgressPumps();
-      if (done() || timeout.is_immediate() || timeout.expired()) break;
-      if (progressed) continue;
-      const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-      if (done()) break;
-      auto slice = Timeout::Clock::now() + kPumpSlice;
-      SleepOnEpoch(epoch,
-                   Timeout::At(timeout.is_infinite()
-                                   ? slice
-                                   : std::min(slice, timeout.deadline())));
-    }
-    slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
-  } else if (!done()) {
-    if (timeout.is_immediate()) {
+  if (!done()) {
+    if (timeout.is_immediate() && !HavePumpWork()) {
       return DeadlineExceededError(
           "semaphore poll: payload %llu < %llu",
           static_cast<unsigned long long>(payload_.load()),
           static_cast<unsigned long long>(value));
     }
-    if (!SpinUntil(done, timeout)) {
-      slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
-      while (true) {
-        // Read the epoch before re-checking: a wake-up after the check
-        // changes it, and then the sleep returns at once.
-        const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-        if (done() || timeout.expired()) break;
-        SleepOnEpoch(epoch, timeout);
+    bool finished = false;
+    bool spin_skipped = false;
+    if (!timeout.is_immediate() && !HavePumpWork()) {
+      finished = AdaptiveSpinUntil([&] { return done() || HavePumpWork(); },
+                                   timeout, &spin_skipped) &&
+                 done();
+    }
+    while (!finished && !done()) {
+      bool pump_stalled = false;
+      if (HavePumpWork()) {
+        const bool progressed = RunProgressPumps();
+        if (done() || timeout.is_immediate() || timeout.expired()) break;
+        if (progressed) continue;
+        // Another thread is pumping, or the work left belongs to queues
+        // whose host calls are on this thread's stack.
+        pump_stalled = true;
+      } else if (timeout.is_immediate() || timeout.expired()) {
+        break;
       }
+      // While pumps exist, work they publish meanwhile wakes this sleeper
+      // (AddPumpSleeper), since it may be the only thread that would run
+      // it. Registered as a sleeper (slow_) only around the sleep, so that
+      // the signals a pump step sends from this thread take Signal's fast
+      // path. Read the epoch before re-checking: a wake-up after the check
+      // changes it, and then the sleep returns at once.
+      const bool pumps = HaveProgressPumps();
+      PumpSleeper pump_sleeper;
+      pump_sleeper.wake = [](void* self) {
+        static_cast<Semaphore*>(self)->WakeSleepers();
+      };
+      pump_sleeper.arg = this;
+      if (pumps) AddPumpSleeper(&pump_sleeper);
+      slow_.fetch_add(kSleeper, std::memory_order_seq_cst);
+      const uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+      if (done()) {
+      } else if (pump_stalled) {
+        // Nobody wakes us when the stall ends: look again in a slice.
+        auto slice = Timeout::Clock::now() + kPumpSlice;
+        SleepOnEpoch(epoch,
+                     Timeout::At(timeout.is_infinite()
+                                     ? slice
+                                     : std::min(slice, timeout.deadline())));
+      } else if (!pumps || !HavePumpWork()) {
+        const auto slept_from = Timeout::Clock::now();
+        SleepOnEpoch(epoch, timeout);
+        if (spin_skipped && done()) {
+          NoteSkippedSpinSlept(Timeout::Clock::now() - slept_from);
+          spin_skipped = false;
+        }
+      }  // else work was published meanwhile: pump it
       slow_.fetch_sub(kSleeper, std::memory_order_seq_cst);
+      if (pumps) RemovePumpSleeper(&pump_sleeper);
     }
   }
   if (failed_.load(std::memory_order_acquire)) {
@@ -398,8 +490,11 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   // only then register timepoints and sleep.
   Status polled;
   if (PollPoints(mode, points, &polled)) return polled;
-  if (!timeout.is_immediate() && !HaveProgressPumps() &&
-      SpinUntil([&] { return PollPoints(mode, points, &polled); }, timeout)) {
+  if (!timeout.is_immediate() && !HavePumpWork() &&
+      AdaptiveSpinUntil(
+          [&] { return PollPoints(mode, points, &polled) || HavePumpWork(); },
+          timeout) &&
+      PollPoints(mode, points, &polled)) {
     return polled;
   }
   auto state = std::make_shared<MultiWaitState>();

@@ -1,8 +1,8 @@
 #include "sim/sim_context.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <algorithm>
 #include <fstream>
 
 namespace hal::sim {
@@ -34,27 +34,17 @@ SimContext::~SimContext() {
   if (trace_path_.empty()) return;
   std::ofstream f(trace_path_);
   for (const auto& line : trace_lines_) f << line << "\n";
-  f << "# seed " << seed_ << " hash " << std::hex << trace_hash_.value() << "\n";
-  std::fprintf(stderr, "sim: trace of seed %" PRIu64 " written to %s, hash %016" PRIx64 "\n",
-               seed_, trace_path_.c_str(), trace_hash_.value());
+  f << "# seed " << seed_ << " hash " << std::hex << trace_hash_ << "\n";
+  std::fprintf(stderr,
+               "sim: trace of seed %" PRIu64 " written to %s, hash %016" PRIx64
+               "\n",
+               seed_, trace_path_.c_str(), trace_hash_);
 }
 
 uint64_t SimContext::DrawDuration() {
   uint64_t d = DrawOpDuration(schedule_random_);
   if (DrawSlow()) d *= 100;
   return d;
-}
-
-TraceLine::TraceLine(SimContext& context)
-    : context_(context), line_(context.trace_scratch_) {
-  line_.clear();
-}
-
-TraceLine::~TraceLine() { context_.Trace(line_); }
-
-void SimContext::Trace(std::string_view line) {
-  trace_hash_.AddLine(line);
-  if (!trace_path_.empty()) trace_lines_.emplace_back(line);
 }
 
 namespace {
@@ -222,12 +212,14 @@ Status SimContext::OnAllocate(DeviceSize size) {
 
 Status SimContext::OnRunOp(const char* op_name, uint64_t op_id) {
   ++ops_run_;
-  bool fail = faults_.fail_op == ops_run_ || fault_random_.Chance(faults_.op_fail_ppm);
+  bool fail =
+      faults_.fail_op == ops_run_ || fault_random_.Chance(faults_.op_fail_ppm);
   if (!fail) return OkStatus();
   TraceLine(*this) << "fault op#" << ops_run_;
-  return InternalError("injected fault: operation #%llu (%s#%llu) failed (seed %llu)",
-                       (unsigned long long)ops_run_, op_name,
-                       (unsigned long long)op_id, (unsigned long long)seed_);
+  return InternalError(
+      "injected fault: operation #%llu (%s#%llu) failed (seed %llu)",
+      (unsigned long long)ops_run_, op_name, (unsigned long long)op_id,
+      (unsigned long long)seed_);
 }
 
 }  // namespace hal::sim

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,29 +48,83 @@ struct SimFaultPlan : FaultPlan {
 
 class SimContext;
 
-// Builds one trace line in the context's reusable buffer (no allocation
-// once warm) and records it when destroyed. Use with the context lock held.
+// The trace hash: a 64-bit hash over the tokens of every line, in order. A
+// text token counts by its bytes (8 at a time, little-endian), a number by
+// its value, so the hash of a line is the same whether or not its text is
+// formatted, and the text is formatted only when someone asked for the
+// trace (trace=path). Every step is a multiply and a shift: no step is
+// skipped when the tokens are equal, so equal traces and only (up to hash
+// collisions) equal traces hash equal.
+// Inlined so that literal tokens fold into constants: hashing one costs a
+// multiply per 8 bytes.
+#define HAL_SIM_TRACE_INLINE inline __attribute__((always_inline))
+HAL_SIM_TRACE_INLINE uint64_t TraceMix(uint64_t h, uint64_t x) {
+  h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 32);
+}
+// Up to 7 bytes, little-endian, in the low bytes of a word.
+HAL_SIM_TRACE_INLINE uint64_t TraceTailWord(const char* p, size_t n) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return w;
+}
+HAL_SIM_TRACE_INLINE uint64_t TraceMixBytes(uint64_t h, const char* p,
+                                            size_t n) {
+  // Short text (most tokens): its bytes and its length in one word.
+  if (n < 8) return TraceMix(h, TraceTailWord(p, n) | (uint64_t{n} << 56));
+  h = TraceMix(h, 0x7478740000000000ull ^ n);  // "txt" tag and the length
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    if constexpr (std::endian::native == std::endian::big) {
+      w = __builtin_bswap64(w);
+    }
+    h = TraceMix(h, w);
+  }
+  return n == 0 ? h : TraceMix(h, TraceTailWord(p, n));
+}
+
+// Builds one trace line: mixes its tokens into the trace hash and, when
+// the trace text is kept, appends them to the context's reusable buffer (no
+// allocation once warm). The line counts when destroyed. Use with the
+// context lock held.
 class TraceLine {
  public:
   explicit TraceLine(SimContext& context);
   ~TraceLine();
-  TraceLine& operator<<(std::string_view text) {
-    line_.append(text);
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(std::string_view text) {
+    hash_ = TraceMixBytes(hash_, text.data(), text.size());
+    if (text_) AppendText(text);
     return *this;
   }
-  TraceLine& operator<<(const char* text) {
+  // A literal: its length and bytes fold into constants. (Other C strings
+  // convert to string_view.) The length is the C string's, not N: a char
+  // buffer may hold a shorter string.
+  template <size_t N>
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(const char (&text)[N]) {
     return *this << std::string_view(text);
   }
-  TraceLine& operator<<(uint64_t value) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof(buf), value);
-    line_.append(buf, r.ptr);
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(uint64_t value) {
+    hash_ = TraceMix(hash_ ^ 0x6E756D, value);  // "num" tag
+    if (text_) AppendNumber(value);
     return *this;
   }
 
  private:
+  __attribute__((noinline)) void AppendText(std::string_view text) {
+    text_->append(text);
+  }
+  __attribute__((noinline)) void AppendNumber(uint64_t value) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof(buf), value);
+    text_->append(buf, r.ptr);
+  }
+
   SimContext& context_;
-  std::string& line_;
+  std::string* text_;  // null when no text is kept
+  uint64_t hash_;
 };
 
 class SimContext {
@@ -92,11 +148,12 @@ class SimContext {
   uint64_t DrawDuration();
   uint64_t NextBufferId() { return ++buffer_ids_; }
 
-  // Trace: every host call and device event, in order. The hash is FNV-1a
-  // over the lines.
-  void Trace(std::string_view line);
-  uint64_t trace_hash() const { return trace_hash_.value(); }
-  size_t trace_size() const { return trace_hash_.lines(); }
+  // Trace: every host call and device event, in order, as TraceLines. The
+  // hash covers every line (see TraceMix); the text is kept only when the
+  // trace is written to a file.
+  uint64_t trace_hash() const { return trace_hash_; }
+  size_t trace_size() const { return trace_line_count_; }
+  bool keeps_trace_text() const { return !trace_path_.empty(); }
   const std::vector<std::string>& trace_lines() const { return trace_lines_; }
 
   // Checker: operations in flight and the ranges they touch. Returns the
@@ -160,8 +217,9 @@ class SimContext {
   SimRandom fault_random_;
   uint64_t now_ns_ = 0;
   uint64_t buffer_ids_ = 0;
-  TraceHash trace_hash_;
   friend class TraceLine;
+  uint64_t trace_hash_ = 0xcbf29ce484222325ull;
+  uint64_t trace_line_count_ = 0;
   std::string trace_scratch_;
   std::string trace_path_;
   std::vector<std::string> trace_lines_;  // kept only when tracing to a file
@@ -179,5 +237,18 @@ class SimContext {
   uint64_t ops_run_ = 0;
   Status lost_;
 };
+
+inline TraceLine::TraceLine(SimContext& context)
+    : context_(context),
+      text_(context.keeps_trace_text() ? &context.trace_scratch_ : nullptr),
+      hash_(context.trace_hash_) {
+  if (text_) text_->clear();
+}
+
+inline TraceLine::~TraceLine() {
+  context_.trace_hash_ = TraceMix(hash_, 0x0A);  // the end of the line
+  ++context_.trace_line_count_;
+  if (text_) context_.trace_lines_.emplace_back(*text_);
+}
 
 }  // namespace hal::sim

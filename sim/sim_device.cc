@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <random>
+#include <typeinfo>
 
 #include "sim/sim_command_buffer.h"
 #include "sim/sim_executable.h"
@@ -143,8 +144,10 @@ StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
 }
 
 void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
-  if (auto* s = dynamic_cast<SimSemaphore*>(semaphore)) {
-    line << "s" << s->id();
+  // SimSemaphore is final: a type check is enough (dynamic_cast walks the
+  // hierarchy, twice per queue operation).
+  if (typeid(*semaphore) == typeid(SimSemaphore)) {
+    line << "s" << static_cast<SimSemaphore*>(semaphore)->id();
     return;
   }
   for (const auto& [sem, id] : foreign_semaphores_) {
@@ -291,7 +294,9 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
                                    BindingTable bindings) {
   auto op = NewOp(command_buffer ? "queue_execute" : "queue_barrier", affinity,
                   wait, signal);
-  if (command_buffer) {
+  // An empty command buffer has no work to plan or run (planning one draws
+  // nothing and traces nothing): the op is a barrier under its name.
+  if (command_buffer && !command_buffer->commands().empty()) {
     std::vector<Binding> table(bindings.begin(), bindings.end());
     for (const Command& c : command_buffer->commands()) {
       CommandAccesses(c, table, &op->accesses);

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "hal/progress.h"
@@ -27,14 +27,26 @@ void FinishSimOp(SimOp& op, const Status& status) {
 
 namespace {
 
+struct Core;
+
 // An op plus the bookkeeping of its pending waits. Owned by shared_ptr so
 // that timepoint callbacks racing with shutdown keep it alive.
 struct Entry {
+  // Held here rather than by each wait callback, so that a callback
+  // captures one shared_ptr and fits std::function's inline storage (no
+  // allocation per wait). Core holds entries only while they are live, and
+  // drops them all in AbandonAll, so the cycle does not outlive the device.
+  std::shared_ptr<Core> core;
   std::unique_ptr<SimOp> op;
-  std::mutex mutex;  // guards the four fields below
-  int pending = 0;
-  bool dispatched = false;       // handed on (all waits met, or one failed)
+  // Waits not yet resolved, plus one held by Submit while it registers.
+  std::atomic<int> pending{0};
+  // Handed on (all waits met, or one failed); set once.
+  std::atomic<bool> dispatched{false};
+  std::mutex mutex;              // guards the three fields below
   bool waits_cancelled = false;  // CancelWaits ran; later ids cancel at once
+  // The first failed wait's status. Written (under the mutex) only before
+  // the writer counts down `pending`; so it is final once the op is
+  // dispatched, and the dispatcher may read it without the mutex.
   Status failure;
   std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
@@ -46,6 +58,7 @@ struct Entry {
   // end it. Exactly one of them does; a wait callback that comes later
   // (racing with AbandonAll) must not queue it again.
   bool taken = false;
+  size_t live_index = 0;  // in Core::live, while not taken
 };
 
 // Heap order for the deterministic scheduler: earliest completion first,
@@ -73,26 +86,35 @@ struct Core {
   std::vector<std::shared_ptr<Entry>> ready;  // deterministic: not started
   // Deterministic: started, a min-heap on (complete_at, start_seq).
   std::vector<std::shared_ptr<Entry>> running;
-  std::map<uint64_t, std::shared_ptr<Entry>> live;  // submitted, not taken
+  // Submitted, not taken, in no particular order (AbandonAll sorts by id);
+  // Entry::live_index is the position.
+  std::vector<std::shared_ptr<Entry>> live;
+  // Deterministic: ops in `ready` or `running`, published to waiters
+  // through AddPumpWork (hal/progress.h) so that they pump only when a step
+  // can run something, and spin or sleep otherwise.
+  int64_t runnable = 0;
   size_t in_flight = 0;
   bool stopping = false;
   bool joined = false;
 
   std::mutex& mutex() { return ctx->mutex(); }
 
+  // No entry lock on the usual path (a wait that succeeded): `pending`
+  // and `dispatched` are atomics, and a failure is recorded before the
+  // count-down that publishes it (acq_rel).
   void WaitResolved(const std::shared_ptr<Entry>& entry, const Status& status) {
-    bool failed;
-    {
+    if (!status.ok()) {
       std::lock_guard<std::mutex> lock(entry->mutex);
-      --entry->pending;
-      if (!status.ok() && entry->failure.ok()) entry->failure = status;
-      // A failed wait dispatches at once: the op will not run, and its
-      // signals must fail now rather than after waits that may never come.
-      bool ready_now = entry->pending == 0 || !entry->failure.ok();
-      if (!ready_now || entry->dispatched) return;
-      entry->dispatched = true;
-      failed = !entry->failure.ok();
+      if (entry->failure.ok()) entry->failure = status;
     }
+    const int left = entry->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    // A failed wait dispatches at once: the op will not run, and its
+    // signals must fail now rather than after waits that may never come.
+    if (left != 0 && status.ok()) return;
+    if (entry->dispatched.exchange(true, std::memory_order_acq_rel)) return;
+    // Either this wait failed, or every wait has counted down (left == 0)
+    // and with it recorded its failure, if any: `failure` is final.
+    const bool failed = !status.ok() || !entry->failure.ok();
     std::lock_guard<std::mutex> lock(mutex());
     if (joined) return;  // Shutdown abandons everything left in `live`
     // AbandonAll (device loss) took it meanwhile: it ends it, once. (Its
@@ -100,17 +122,19 @@ struct Core {
     if (entry->taken) return;
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
-    if (!failed && ctx->lost().ok()) {
+    if (!failed && ctx->lost().ok() && !entry->op->accesses.empty()) {
       entry->hazard =
           ctx->BeginAccess(entry->op->id, entry->op->name, entry->op->accesses);
       entry->began = true;
     }
     if (deterministic) {
       ready.push_back(entry);
+      ++runnable;
+      AddPumpWork(1);
     } else {
       queues[entry->op->queue].push_back(entry);
+      work_cv.notify_all();  // only the threaded workers wait on it
     }
-    work_cv.notify_all();
   }
 
   // Registers `entry`; with the lock held. False when it cannot be queued
@@ -118,15 +142,53 @@ struct Core {
   Status Admit(const std::shared_ptr<Entry>& entry) {
     if (stopping) return CancelledError("device is shutting down");
     if (!ctx->lost().ok()) return ctx->lost();
-    live.emplace(entry->op->id, entry);
+    entry->live_index = live.size();
+    live.push_back(entry);
     ++in_flight;
     return OkStatus();
   }
 
+  // Takes `entry` out of `live`; with the lock held.
+  void Unlive(Entry& entry) {
+    const size_t i = entry.live_index;
+    if (i != live.size() - 1) {
+      live[i] = std::move(live.back());
+      live[i]->live_index = i;
+    }
+    live.pop_back();
+  }
+
   void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op) {
     auto entry = std::make_shared<Entry>();
+    entry->core = self;
     entry->op = std::move(op);
-    entry->pending = static_cast<int>(entry->op->waits.size()) + 1;
+    // Waits already reached need no timepoint (the usual case: a
+    // dependency on earlier work). The others are copied: a failed wait may
+    // dispatch the op, which may then run, end and be destroyed while the
+    // loop below still registers the rest. (On the stack for a few.)
+    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
+    constexpr size_t kInlineWaits = 4;
+    WaitPoint inline_waits[kInlineWaits];
+    std::vector<WaitPoint> heap_waits;
+    size_t unreached = 0;
+    for (const WaitPoint& w : entry->op->waits) {
+      StatusOr<uint64_t> payload = w.first->Query();
+      if (payload.ok() && *payload >= w.second) continue;
+      if (unreached < kInlineWaits) {
+        inline_waits[unreached] = w;
+      } else {
+        if (heap_waits.empty()) {
+          heap_waits.assign(inline_waits, inline_waits + kInlineWaits);
+        }
+        heap_waits.push_back(w);
+      }
+      ++unreached;
+    }
+    std::span<WaitPoint> waits =
+        heap_waits.empty() ? std::span<WaitPoint>(inline_waits, unreached)
+                           : std::span<WaitPoint>(heap_waits);
+    entry->pending.store(static_cast<int>(unreached) + 1,
+                         std::memory_order_relaxed);
     Status admitted;
     {
       std::lock_guard<std::mutex> lock(mutex());
@@ -136,13 +198,9 @@ struct Core {
       Abandon(*entry->op, admitted);
       return;
     }
-    // A copy: a failed wait may dispatch the op, which may then run, end
-    // and be destroyed while this loop still registers the others.
-    const std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits =
-        entry->op->waits;
     for (auto& [sem, value] : waits) {
-      auto id = sem->NotifyAt(value, [self, entry](const Status& status) {
-        self->WaitResolved(entry, status);
+      auto id = sem->NotifyAt(value, [entry](const Status& status) {
+        entry->core->WaitResolved(entry, status);
       });
       if (id) {
         bool cancel_now;
@@ -183,12 +241,19 @@ struct Core {
     std::vector<std::shared_ptr<Entry>> left;
     {
       std::lock_guard<std::mutex> lock(mutex());
-      for (auto& [id, e] : live) {
-        e->taken = true;
-        left.push_back(e);
-      }
+      left = std::move(live);
       live.clear();
+      std::sort(
+          left.begin(), left.end(),
+          [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+            return a->op->id < b->op->id;
+          });
+      for (auto& e : left) e->taken = true;
       ready.clear();
+      if (runnable != 0) {
+        AddPumpWork(-runnable);
+        runnable = 0;
+      }
       for (auto& e : left) {
         if (e->began) ctx->EndAccess(e->op->id);
       }
@@ -218,10 +283,16 @@ struct Core {
 
   // Runs the op's work (or not) and returns its status. `lost` is the
   // device-loss status when the device is gone.
-  Status Execute(Entry& entry, const Status& lost) {
+  // `drawn_fault`, when given, is OnRunOp's answer, drawn by the caller
+  // under the lock it held anyway (the deterministic step); the caller then
+  // also guarantees that `entry.failure` no longer changes.
+  Status Execute(Entry& entry, const Status& lost,
+                 const Status* drawn_fault = nullptr) {
     SimOp& op = *entry.op;
     Status failure;
-    {
+    if (drawn_fault) {
+      failure = entry.failure;
+    } else {
       std::lock_guard<std::mutex> lock(entry.mutex);
       failure = entry.failure;
     }
@@ -236,7 +307,9 @@ struct Core {
     }
     if (!entry.hazard.ok()) return entry.hazard;
     Status fault;
-    {
+    if (drawn_fault) {
+      fault = *drawn_fault;
+    } else {
       std::lock_guard<std::mutex> lock(mutex());
       fault = ctx->OnRunOp(op.name, op.id);
     }
@@ -341,7 +414,7 @@ class ThreadedScheduler final : public SimScheduler {
       if (core.queues[queue].empty()) return;  // stopping and drained
       std::shared_ptr<Entry> entry = std::move(core.queues[queue].front());
       core.queues[queue].pop_front();
-      core.live.erase(entry->op->id);
+      core.Unlive(*entry);
       entry->taken = true;
       Status lost = core.ctx->lost();
       lock.unlock();
@@ -444,6 +517,7 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
     SimContext& ctx = *core.ctx;
     std::shared_ptr<Entry> entry;
     Status lost;
+    Status fault;
     {
       std::lock_guard<std::mutex> lock(core.mutex());
       if (core.joined) return false;
@@ -452,11 +526,8 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         std::shared_ptr<Entry> e = std::move(core.ready[i]);
         core.ready[i] = std::move(core.ready.back());
         core.ready.pop_back();
-        bool waits_ok;
-        {
-          std::lock_guard<std::mutex> elock(e->mutex);
-          waits_ok = e->failure.ok();
-        }
+        // Final once dispatched (see the fault draw below): no entry lock.
+        const bool waits_ok = e->failure.ok();
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
         TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name
@@ -490,15 +561,24 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         std::make_heap(core.running.begin(), core.running.end(),
                        CompletesLater);
       }
-      core.live.erase(entry->op->id);
+      core.Unlive(*entry);
       entry->taken = true;
+      --core.runnable;
+      AddPumpWork(-1);
       ctx.AdvanceTo(entry->complete_at);
       core.CheckLoss();
       lost = ctx.lost();
+      // The fault draw of Execute, here under the lock already held (the
+      // same draws in the same order). The entry's failure is final: it was
+      // set, if at all, before the op was dispatched, and a later wait
+      // callback only counts down `pending`.
+      if (entry->failure.ok() && lost.ok() && entry->hazard.ok()) {
+        fault = ctx.OnRunOp(entry->op->name, entry->op->id);
+      }
     }
     // Only the pumping thread touches `excluded_`.
     excluded_.push_back(entry->op->queue);
-    Status status = core.Execute(*entry, lost);
+    Status status = core.Execute(*entry, lost, &fault);
     excluded_.pop_back();
     core.Complete(entry, status);
     return true;

@@ -30,13 +30,52 @@
 
 namespace hal::sim {
 
+// A vector that keeps its first N elements inline (no allocation for the
+// one or two semaphores a queue operation usually has). Contiguous: past N,
+// every element moves to the heap.
+template <typename T, size_t N>
+class SimSmallVector {
+ public:
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](size_t i) { return data()[i]; }
+
+  template <typename... Args>
+  T& emplace_back(Args&&... args) {
+    if (heap_.empty()) {
+      if (size_ < N) {
+        inline_[size_] = T(std::forward<Args>(args)...);
+        return inline_[size_++];
+      }
+      heap_.reserve(2 * N);
+      for (T& x : inline_) heap_.push_back(std::move(x));
+    }
+    heap_.emplace_back(std::forward<Args>(args)...);
+    ++size_;
+    return heap_.back();
+  }
+
+ private:
+  T* data() { return heap_.empty() ? inline_ : heap_.data(); }
+  const T* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+
+  T inline_[N];
+  std::vector<T> heap_;
+  size_t size_ = 0;
+};
+
 struct SimOp {
   uint64_t id = 0;  // per device, in submission order
   const char* name = "op";
   int queue = 0;
-  std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits;
-  std::vector<std::pair<Ref<Semaphore>, uint64_t>> signals;
-  std::vector<SimAccess> accesses;  // for the hazard checker
+  using Points = SimSmallVector<std::pair<Ref<Semaphore>, uint64_t>, 2>;
+  Points waits;
+  Points signals;
+  std::vector<SimAccess> accesses;    // for the hazard checker
   std::vector<Ref<Buffer>> retained;  // keeps `accesses` buffers alive
   // The device work; its error fails the signal points.
   std::function<Status()> run;
@@ -45,12 +84,15 @@ struct SimOp {
   std::function<void(const Status&)> abandon;
 
   void SetPoints(SemaphoreList wait, SemaphoreList signal) {
-    for (const auto& p : wait) waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
-    for (const auto& p : signal) signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    for (const auto& p : wait)
+      waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    for (const auto& p : signal)
+      signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
   }
   void AddAccess(Buffer* allocated, uint64_t buffer_id, DeviceSize offset,
                  DeviceSize length, bool write, bool free = false) {
-    accesses.push_back(SimAccess{allocated, buffer_id, offset, length, write, free});
+    accesses.push_back(
+        SimAccess{allocated, buffer_id, offset, length, write, free});
     retained.emplace_back(allocated);
   }
 };

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "hal/progress.h"
 #include "hal/semaphore.h"
 #include "sim/tests/sim_test_util.h"
 
@@ -252,6 +254,85 @@ TEST(SimSchedulerDeterministic, PollsAndTimedWaitsDoNotRunAllReadyWork) {
   EXPECT_EQ(ran(), 100);
   EXPECT_TRUE(device->WaitIdle(Timeout::After(20s)).ok());
   EXPECT_EQ(Read(buffer.get()), std::vector<uint8_t>(100 * 64, 0x77));
+}
+
+// Issue 12 (wake): waits pump only while the deterministic scheduler
+// publishes runnable work (hal/progress.h, AddPumpWork), and otherwise spin
+// and sleep. What it publishes must balance when ops complete, are
+// abandoned at destruction, or are abandoned after a device loss: a count
+// left behind would make every later wait in the process take the pumping
+// path.
+TEST(SimSchedulerDeterministic, PublishedPumpWorkBalances) {
+  ASSERT_FALSE(HavePumpWork());
+  {
+    Ref<Device> device = MakeDevice("sim://?queues=4&seed=5");
+    ASSERT_TRUE(device);
+    Ref<Semaphore> gate = device->CreateSemaphore(0).value();
+    Ref<Semaphore> done = device->CreateSemaphore(0).value();
+    for (uint64_t i = 1; i <= 8; ++i) {
+      SemaphorePoint sig{done.get(), i};
+      ASSERT_TRUE(
+          device->QueueBarrier(QueueAffinity{1} << (i % 4), {}, {&sig, 1})
+              .ok());
+    }
+    // Ready ops out of order may overtake each other's signals: only count
+    // that work is published, then run it.
+    EXPECT_TRUE(HavePumpWork());
+    device->WaitIdle(Timeout::After(20s)).IgnoreError();
+    EXPECT_FALSE(HavePumpWork()) << "completed ops left published work";
+    // Blocked ops are not runnable; once released they are, until run.
+    SemaphorePoint g{gate.get(), 1};
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(device->QueueBarrier(1, {&g, 1}, {}).ok());
+    }
+    EXPECT_FALSE(HavePumpWork()) << "ops blocked on a wait were published";
+    ASSERT_TRUE(gate->Signal(1).ok());
+    EXPECT_TRUE(HavePumpWork());
+    // Destroyed with released work not run and work still blocked.
+    SemaphorePoint g2{gate.get(), 2};
+    ASSERT_TRUE(device->QueueBarrier(1, {&g2, 1}, {}).ok());
+  }
+  EXPECT_FALSE(HavePumpWork()) << "destruction left published work";
+  {
+    Ref<Device> device = MakeDevice("sim://?queues=4&seed=5&lose_device_at=1");
+    ASSERT_TRUE(device);
+    Ref<Semaphore> s = device->CreateSemaphore(0).value();
+    for (uint64_t i = 1; i <= 8; ++i) {
+      SemaphorePoint w{s.get(), i}, sig{s.get(), i + 1};
+      ASSERT_TRUE(
+          device
+              ->QueueBarrier(1, i == 1 ? SemaphoreList{} : SemaphoreList{&w, 1},
+                             {&sig, 1})
+              .ok());
+    }
+    device->WaitIdle(Timeout::After(20s)).IgnoreError();
+    EXPECT_FALSE(HavePumpWork()) << "a device loss left published work";
+  }
+  EXPECT_FALSE(HavePumpWork());
+}
+
+// A waiter that sleeps (nothing runnable) while its semaphore needs an op
+// that another host thread releases later: nobody else pumps in
+// deterministic mode, so the sleeper must come back to run it.
+TEST(SimSchedulerDeterministic, SleepingWaiterRunsWorkReleasedByAnotherThread) {
+  Ref<Device> device = MakeDevice("sim://?queues=2&seed=9");
+  ASSERT_TRUE(device);
+  for (int round = 0; round < 20; ++round) {
+    Ref<Semaphore> gate = device->CreateSemaphore(0).value();
+    Ref<Semaphore> done = device->CreateSemaphore(0).value();
+    SemaphorePoint g{gate.get(), 1}, d{done.get(), 1};
+    ASSERT_TRUE(device->QueueBarrier(1, {&g, 1}, {&d, 1}).ok());
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(round % 4));
+      gate->Signal(1).IgnoreError();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Status st = done->Wait(1, Timeout::After(20s));
+    releaser.join();
+    EXPECT_TRUE(st.ok()) << "round " << round << ": " << st.ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  }
+  EXPECT_TRUE(device->WaitIdle(Timeout::After(20s)).ok());
 }
 
 }  // namespace
