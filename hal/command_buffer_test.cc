@@ -9,7 +9,8 @@ namespace {
 
 TEST(CommandBufferRecording, StateMachine) {
   auto cb = CommandBuffer::Create(CommandBufferMode::kOneShot,
-                                  CommandCategory::kAny, 1, 2).value();
+                                  CommandCategory::kAny, 1, 2)
+                .value();
   EXPECT_EQ(cb->ExecutionBarrier().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(cb->Begin().ok());
   EXPECT_EQ(cb->Begin().code(), StatusCode::kFailedPrecondition);
@@ -33,25 +34,34 @@ TEST(CommandBufferRecording, StateMachine) {
 
 TEST(CommandBufferRecording, CreateValidation) {
   EXPECT_EQ(CommandBuffer::Create(CommandBufferMode::kOneShot,
-                                  CommandCategory::kNone, 1, 0).status().code(),
+                                  CommandCategory::kNone, 1, 0)
+                .status()
+                .code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(CommandBuffer::Create(CommandBufferMode::kOneShot,
-                                  CommandCategory::kTransfer, 0, 0).status().code(),
+                                  CommandCategory::kTransfer, 0, 0)
+                .status()
+                .code(),
             StatusCode::kInvalidArgument);
 }
 
 TEST(CommandBufferRecording, UpdateCopiesBytesAtRecordTime) {
   auto cb = CommandBuffer::Create(CommandBufferMode::kReusable,
-                                  CommandCategory::kTransfer, 1, 1).value();
+                                  CommandCategory::kTransfer, 1, 1)
+                .value();
   ASSERT_TRUE(cb->Begin().ok());
   std::vector<uint8_t> bytes = {1, 2, 3, 4};
   ASSERT_TRUE(cb->UpdateBuffer(bytes.data(), BufferRef::Slot(0, 0, 4)).ok());
   bytes[0] = 9;
-  ASSERT_EQ(cb->data().size(), 4u);
-  EXPECT_EQ(cb->data()[0], 1);
+  ASSERT_EQ(cb->commands().size(), 1u);
+  const auto* update = std::get_if<cmd::Update>(&cb->commands()[0]);
+  ASSERT_NE(update, nullptr);
+  ASSERT_EQ(update->data.size(), 4u);
+  EXPECT_EQ(update->data[0], 1);
   std::vector<uint8_t> big(kMaxUpdateBytes + 1);
-  EXPECT_EQ(cb->UpdateBuffer(big.data(), BufferRef::Slot(0, 0, big.size())).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      cb->UpdateBuffer(big.data(), BufferRef::Slot(0, 0, big.size())).code(),
+      StatusCode::kInvalidArgument);
 }
 
 }  // namespace
