@@ -245,8 +245,17 @@ Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
       (((b->byte_offset() + target.offset) | length) & (pattern_length - 1)) ==
           0) {
     if (Command* slot = NewSlot()) {
-      uint32_t p = 0;
-      std::memcpy(&p, pattern, pattern_length);
+      // Fixed-size loads instead of a memcpy call of a variable size.
+      uint32_t p;
+      if (pattern_length == 4) {
+        std::memcpy(&p, pattern, 4);
+      } else if (pattern_length == 2) {
+        uint16_t p16;
+        std::memcpy(&p16, pattern, 2);
+        p = p16;
+      } else {
+        p = *static_cast<const uint8_t*>(pattern);
+      }
       Retain(b);
       new (slot) Command(cmd::Fill{BufferRef{b, 0, target.offset, length}, p,
                                    static_cast<uint8_t>(pattern_length)});

@@ -97,7 +97,8 @@ TEST(Status, MoveStealsThePointer) {
   c = std::move(b);
   EXPECT_EQ(c.message(), "gone");
   EXPECT_TRUE(b.ok());  // NOLINT(bugprone-use-after-move)
-  c = std::move(c);     // self-move keeps the error
+  Status& alias = c;
+  c = std::move(alias);  // self-move keeps the error
   EXPECT_EQ(c.message(), "gone");
 }
 
