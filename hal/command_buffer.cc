@@ -480,6 +480,17 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
   d.constants = std::span<const uint32_t>(constants, params.constants.size());
   for (uint32_t i = 0; i < params.bindings.size(); ++i) {
     BufferRef ref = params.bindings[i];
+    // The common valid direct binding in a few compares; the general
+    // checks below give every error its message.
+    DeviceSize resolved;
+    if (ref.buffer &&
+        ref.buffer->CheckAccess(BindingUsage(*f, i), ref.offset, ref.length,
+                                &resolved) &&
+        (ref.buffer->byte_offset() + ref.offset) % kDispatchAlignment == 0) {
+      ref.length = resolved;
+      bindings[i] = ref;
+      continue;
+    }
     Status s = ValidateRef(ref, BindingUsage(*f, i), kWholeBuffer, "Dispatch");
     if (!s.ok()) return s.Annotate(context(static_cast<int>(i)));
     DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
