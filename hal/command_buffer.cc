@@ -74,10 +74,12 @@ void* CommandBuffer::AllocateData(size_t bytes) {
   return p;
 }
 
-void CommandBuffer::RetainSlow(const RefCounted* object, size_t cache_index) {
+void CommandBuffer::RetainSlow(const RefCounted* object, size_t set) {
   object->AddRef();
   retained_.push_back(object);
-  retain_cache_[cache_index] = object;
+  // The newest entry takes way 0; the older one moves to way 1.
+  retain_cache_[set][1] = retain_cache_[set][0];
+  retain_cache_[set][0] = object;
 }
 
 namespace {

@@ -332,19 +332,27 @@ class CommandBuffer : public RefCounted {
   // out of memory.
   void* AllocateData(size_t bytes);
   // Resource set: retains `object` once per command buffer. A small
-  // direct-mapped cache of recently retained pointers skips the atomic for
-  // repeats; a miss retains again (a duplicate entry is harmless).
+  // two-way set-associative cache of recently retained pointers skips the
+  // atomic for repeats (two ways, so two objects that hash alike do not
+  // evict each other on every command); a miss retains again (a duplicate
+  // entry in the set is harmless).
   void Retain(const RefCounted* object) {
-    const size_t i =
-        (reinterpret_cast<uintptr_t>(object) >> 4) % kRetainCacheSize;
-    if (retain_cache_[i] != object) RetainSlow(object, i);
+    // Fibonacci hashing: objects allocated at a regular stride (buffers of
+    // one size) must not all fall into one set.
+    const size_t set = static_cast<size_t>(
+        (reinterpret_cast<uintptr_t>(object) * 0x9E3779B97F4A7C15ull) >>
+        (64 - kRetainCacheBits));
+    if (retain_cache_[set][0] != object && retain_cache_[set][1] != object) {
+      RetainSlow(object, set);
+    }
   }
-  void RetainSlow(const RefCounted* object, size_t cache_index);
+  void RetainSlow(const RefCounted* object, size_t set);
   void RetainRef(const BufferRef& ref) {
     if (ref.buffer) Retain(ref.buffer);
   }
 
-  static constexpr size_t kRetainCacheSize = 16;
+  static constexpr int kRetainCacheBits = 4;
+  static constexpr size_t kRetainCacheSets = size_t{1} << kRetainCacheBits;
 
   CommandBufferMode mode_;
   CommandCategory categories_;
@@ -365,7 +373,7 @@ class CommandBuffer : public RefCounted {
   std::vector<void*> large_data_;
   uint8_t* data_cursor_ = nullptr;
   uint8_t* data_end_ = nullptr;
-  const RefCounted* retain_cache_[kRetainCacheSize] = {};
+  const RefCounted* retain_cache_[kRetainCacheSets][2] = {};
   std::vector<const RefCounted*> retained_;
 };
 
