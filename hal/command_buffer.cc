@@ -75,8 +75,19 @@ void* CommandBuffer::AllocateData(size_t bytes) {
 }
 
 void CommandBuffer::RetainSlow(const RefCounted* object, size_t set) {
-  object->AddRef();
-  retained_.push_back(object);
+  // Three or more objects used in turn that share a set would miss every
+  // time: the last few retained objects are checked before retaining again,
+  // so the set stays exact for small working sets whatever the addresses.
+  constexpr size_t kRecent = 8;
+  const size_t n = retained_.size();
+  bool known = false;
+  for (size_t k = n > kRecent ? n - kRecent : 0; k < n && !known; ++k) {
+    known = retained_[k] == object;
+  }
+  if (!known) {
+    object->AddRef();
+    retained_.push_back(object);
+  }
   // The newest entry takes way 0; the older one moves to way 1.
   retain_cache_[set][1] = retain_cache_[set][0];
   retain_cache_[set][0] = object;

@@ -283,6 +283,12 @@ class CommandBuffer : public RefCounted {
   // Distinct objects retained by the resource set (a buffer recorded again
   // after many others may count twice).
   size_t retained_count() const { return retained_.size(); }
+  // The resource-set cache set that `object` maps to.
+  static size_t RetainCacheSetForTesting(const RefCounted* object) {
+    return static_cast<size_t>(
+        (reinterpret_cast<uintptr_t>(object) * 0x9E3779B97F4A7C15ull) >>
+        (64 - kRetainCacheBits));
+  }
 
   // Called by queue_execute: checks the state (ended; one-shot not yet
   // submitted), the table size and every slot reference's range and usage.
@@ -334,14 +340,12 @@ class CommandBuffer : public RefCounted {
   // Resource set: retains `object` once per command buffer. A small
   // two-way set-associative cache of recently retained pointers skips the
   // atomic for repeats (two ways, so two objects that hash alike do not
-  // evict each other on every command); a miss retains again (a duplicate
-  // entry in the set is harmless).
+  // evict each other on every command); a miss checks the last few retained
+  // objects, then retains again (a duplicate entry is harmless).
   void Retain(const RefCounted* object) {
     // Fibonacci hashing: objects allocated at a regular stride (buffers of
     // one size) must not all fall into one set.
-    const size_t set = static_cast<size_t>(
-        (reinterpret_cast<uintptr_t>(object) * 0x9E3779B97F4A7C15ull) >>
-        (64 - kRetainCacheBits));
+    const size_t set = RetainCacheSetForTesting(object);
     if (retain_cache_[set][0] != object && retain_cache_[set][1] != object) {
       RetainSlow(object, set);
     }

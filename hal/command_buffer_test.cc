@@ -147,6 +147,41 @@ TEST(CommandBufferResources, EachBufferRetainedOncePerCommandBuffer) {
   EXPECT_EQ(b->ref_count_for_testing(), b_refs);
 }
 
+// Up to 8 objects used in turn are retained exactly once whatever their
+// addresses: here 3 that share one cache set (two ways) and 5 others.
+TEST(CommandBufferResources, SmallWorkingSetIsRetainedExactlyOnce) {
+  std::vector<Ref<Buffer>> pool, buffers;
+  std::vector<int> per_set(64, 0);
+  for (int i = 0; i < 1000 && buffers.size() < 3; ++i) {
+    pool.push_back(NewBuffer());
+    size_t set = CommandBuffer::RetainCacheSetForTesting(pool.back().get());
+    ASSERT_LT(set, per_set.size());
+    if (++per_set[set] == 3) {
+      for (const Ref<Buffer>& b : pool) {
+        if (CommandBuffer::RetainCacheSetForTesting(b.get()) == set) {
+          buffers.push_back(b);
+        }
+      }
+    }
+  }
+  ASSERT_EQ(buffers.size(), 3u);
+  for (int i = 0; i < 5; ++i) buffers.push_back(NewBuffer());
+  pool.clear();
+  Ref<CommandBuffer> cb = NewRecording();
+  const uint32_t pattern = 0;
+  for (int round = 0; round < 100; ++round) {
+    for (const Ref<Buffer>& b : buffers) {
+      ASSERT_TRUE(cb->FillBuffer(BufferRef::Direct(b.get()), &pattern, 4).ok());
+    }
+  }
+  EXPECT_EQ(cb->retained_count(), 8u);
+  for (const Ref<Buffer>& b : buffers)
+    EXPECT_EQ(b->ref_count_for_testing(), 2u);
+  cb.reset();
+  for (const Ref<Buffer>& b : buffers)
+    EXPECT_EQ(b->ref_count_for_testing(), 1u);
+}
+
 TEST(CommandBufferResources, FailedRecordingRetainsNothing) {
   Ref<Buffer> a = NewBuffer(BufferUsage::kTransferSource);
   Ref<CommandBuffer> cb = NewRecording();
