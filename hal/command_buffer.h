@@ -178,6 +178,8 @@ using Command =
                  cmd::BeginDebugGroup, cmd::EndDebugGroup, cmd::Dispatch>;
 static_assert(std::is_trivially_destructible_v<Command>);
 static_assert(std::is_trivially_copyable_v<Command>);
+// One slot per command: a larger record costs every command its bytes.
+static_assert(sizeof(Command) <= 80, "keep the command records small");
 
 // The recorded commands of a command buffer, in order: fixed-size slots in
 // blocks that never move. A view, valid while the command buffer lives and
