@@ -1,5 +1,6 @@
 #include "hal/command_buffer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -32,7 +33,9 @@ StatusOr<Ref<CommandBuffer>> CommandBuffer::Create(CommandBufferMode mode,
 }
 
 CommandBuffer::~CommandBuffer() {
-  for (const RefCounted* object : retained_) object->Release();
+  for (const RefCounted* object : retained_) {
+    if (object) object->Release();
+  }
   for (Command* block : blocks_) pool_->ReleaseBlock(block);
   for (void* block : data_blocks_) pool_->ReleaseBlock(block);
   for (void* p : large_data_) ::operator delete(p);
@@ -74,23 +77,42 @@ void* CommandBuffer::AllocateData(size_t bytes) {
   return p;
 }
 
+namespace {
+// Fibonacci hashing of a pointer into a power-of-two table (the upper half
+// of the product mixes every bit of the address).
+size_t PointerSlot(const void* p, size_t mask) {
+  return static_cast<size_t>(
+             (reinterpret_cast<uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >> 32) &
+         mask;
+}
+}  // namespace
+
 void CommandBuffer::RetainSlow(const RefCounted* object, size_t set) {
-  // Three or more objects used in turn that share a set would miss every
-  // time: the last few retained objects are checked before retaining again,
-  // so the set stays exact for small working sets whatever the addresses.
-  constexpr size_t kRecent = 8;
-  const size_t n = retained_.size();
-  bool known = false;
-  for (size_t k = n > kRecent ? n - kRecent : 0; k < n && !known; ++k) {
-    known = retained_[k] == object;
-  }
-  if (!known) {
-    object->AddRef();
-    retained_.push_back(object);
-  }
   // The newest entry takes way 0; the older one moves to way 1.
   retain_cache_[set][1] = retain_cache_[set][0];
   retain_cache_[set][0] = object;
+  if (2 * (retained_count_ + 1) > retained_.size()) {
+    // Grow to keep the table at most half full (probes stay short).
+    std::vector<const RefCounted*> old(
+        std::max<size_t>(16, 2 * retained_.size()), nullptr);
+    old.swap(retained_);
+    const size_t mask = retained_.size() - 1;
+    for (const RefCounted* o : old) {
+      if (!o) continue;
+      size_t i = PointerSlot(o, mask);
+      while (retained_[i]) i = (i + 1) & mask;
+      retained_[i] = o;
+    }
+  }
+  const size_t mask = retained_.size() - 1;
+  size_t i = PointerSlot(object, mask);
+  while (retained_[i]) {
+    if (retained_[i] == object) return;  // already retained
+    i = (i + 1) & mask;
+  }
+  object->AddRef();
+  retained_[i] = object;
+  ++retained_count_;
 }
 
 namespace {

@@ -282,9 +282,8 @@ class CommandBuffer : public RefCounted {
   bool is_recording() const { return state_ == State::kRecording; }
   bool is_executable() const { return state_ == State::kExecutable; }
   CommandList commands() const { return CommandList(blocks_.data(), count_); }
-  // Distinct objects retained by the resource set (a buffer recorded again
-  // after many others may count twice).
-  size_t retained_count() const { return retained_.size(); }
+  // Distinct objects retained by the resource set.
+  size_t retained_count() const { return retained_count_; }
   // The resource-set cache set that `object` maps to.
   static size_t RetainCacheSetForTesting(const RefCounted* object) {
     return static_cast<size_t>(
@@ -340,10 +339,10 @@ class CommandBuffer : public RefCounted {
   // out of memory.
   void* AllocateData(size_t bytes);
   // Resource set: retains `object` once per command buffer. A small
-  // two-way set-associative cache of recently retained pointers skips the
-  // atomic for repeats (two ways, so two objects that hash alike do not
-  // evict each other on every command); a miss checks the last few retained
-  // objects, then retains again (a duplicate entry is harmless).
+  // two-way set-associative cache of recently used pointers answers most
+  // lookups with two compares (two ways, so two objects that hash alike do
+  // not evict each other on every command); a miss looks the object up in
+  // the exact set (an open-addressing table) and retains it when new.
   void Retain(const RefCounted* object) {
     // Fibonacci hashing: objects allocated at a regular stride (buffers of
     // one size) must not all fall into one set.
@@ -380,7 +379,9 @@ class CommandBuffer : public RefCounted {
   uint8_t* data_cursor_ = nullptr;
   uint8_t* data_end_ = nullptr;
   const RefCounted* retain_cache_[kRetainCacheSets][2] = {};
+  // The exact set: power-of-two capacity, linear probing, at most half full.
   std::vector<const RefCounted*> retained_;
+  size_t retained_count_ = 0;
 };
 
 }  // namespace hal
