@@ -125,6 +125,29 @@ class Buffer : public RefCounted {
                         const char* what) const;
   // Only the live-state part of ValidateAccess.
   Status ValidateLive(const char* what) const;
+  // The checks of ValidateAccess as a few inline compares, for hot paths:
+  // true (and the resolved length) exactly when ValidateAccess would return
+  // OK. A caller that gets false calls ValidateAccess for the error.
+  bool CheckAccess(BufferUsage required_usage, DeviceSize offset,
+                   DeviceSize length, DeviceSize* out_length) const {
+    if (!AllOf(allowed_usage_, required_usage)) return false;
+    const Buffer* root = parent_ ? parent_.get() : this;
+    const uint32_t s =
+        root->state_word_.load(std::memory_order_acquire) & kStateMask;
+    if (s == static_cast<uint32_t>(BufferState::kDeallocaQueued) ||
+        s == static_cast<uint32_t>(BufferState::kFreed)) {
+      return false;
+    }
+    if (offset > byte_length_) return false;
+    const DeviceSize available = byte_length_ - offset;
+    if (length == kWholeBuffer) {
+      *out_length = available;
+      return true;
+    }
+    if (length > available) return false;
+    *out_length = length;
+    return true;
+  }
 
   // Moves the allocated buffer between states; used by queue_alloca/dealloca
   // implementations. Returns false when the current state was not `from`.

@@ -1,14 +1,17 @@
 #include "hal/command_buffer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace hal {
 
 StatusOr<Ref<CommandBuffer>> CommandBuffer::Create(CommandBufferMode mode,
                                                    CommandCategory categories,
                                                    QueueAffinity affinity,
-                                                   uint32_t binding_capacity) {
+                                                   uint32_t binding_capacity,
+                                                   BlockPool* pool) {
   if (!Any(categories)) {
     return InvalidArgumentError("command buffer needs at least one category");
   }
@@ -16,7 +19,8 @@ StatusOr<Ref<CommandBuffer>> CommandBuffer::Create(CommandBufferMode mode,
     return InvalidArgumentError("unknown command category bits 0x%x",
                                 static_cast<unsigned>(categories));
   }
-  if (mode != CommandBufferMode::kOneShot && mode != CommandBufferMode::kReusable) {
+  if (mode != CommandBufferMode::kOneShot &&
+      mode != CommandBufferMode::kReusable) {
     return InvalidArgumentError("unknown command buffer mode %u",
                                 static_cast<unsigned>(mode));
   }
@@ -24,8 +28,99 @@ StatusOr<Ref<CommandBuffer>> CommandBuffer::Create(CommandBufferMode mode,
     return InvalidArgumentError("command buffer queue affinity is empty");
   }
   return Ref<CommandBuffer>::Adopt(
-      new CommandBuffer(mode, categories, affinity, binding_capacity));
+      new CommandBuffer(mode, categories, affinity, binding_capacity,
+                        Ref<BlockPool>(pool ? pool : BlockPool::Default())));
 }
+
+CommandBuffer::~CommandBuffer() {
+  for (const RefCounted* object : retained_) {
+    if (object) object->Release();
+  }
+  for (Command* block : blocks_) pool_->ReleaseBlock(block);
+  for (void* block : data_blocks_) pool_->ReleaseBlock(block);
+  for (void* p : large_data_) ::operator delete(p);
+}
+
+// Storage. Command slots are fixed-size, so commands()[i] is one division;
+// blocks come from the pool, so a steady stream of command buffers reuses
+// the same memory (no reallocation, no page faults).
+
+Command* CommandBuffer::NewSlotBlock() {
+  void* block = pool_->AcquireBlock();
+  if (!block) return nullptr;
+  blocks_.push_back(static_cast<Command*>(block));
+  cursor_ = static_cast<Command*>(block);
+  slot_end_ = cursor_ + CommandList::kPerBlock;
+  ++count_;
+  return cursor_++;
+}
+
+void* CommandBuffer::AllocateData(size_t bytes) {
+  constexpr size_t kAlign = 16;
+  bytes = (bytes + kAlign - 1) & ~(kAlign - 1);
+  if (bytes > BlockPool::kBlockSize / 4) {
+    // Large pieces (update payloads near the 64 KiB limit, long labels or
+    // event lists) would waste most of a block.
+    void* p = ::operator new(bytes, std::nothrow);
+    if (p) large_data_.push_back(p);
+    return p;
+  }
+  if (static_cast<size_t>(data_end_ - data_cursor_) < bytes) {
+    void* block = pool_->AcquireBlock();
+    if (!block) return nullptr;
+    data_blocks_.push_back(block);
+    data_cursor_ = static_cast<uint8_t*>(block);
+    data_end_ = data_cursor_ + BlockPool::kBlockSize;
+  }
+  void* p = data_cursor_;
+  data_cursor_ += bytes;
+  return p;
+}
+
+namespace {
+// Fibonacci hashing of a pointer into a power-of-two table (the upper half
+// of the product mixes every bit of the address).
+size_t PointerSlot(const void* p, size_t mask) {
+  return static_cast<size_t>(
+             (reinterpret_cast<uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >> 32) &
+         mask;
+}
+}  // namespace
+
+void CommandBuffer::RetainSlow(const RefCounted* object, size_t set) {
+  // The newest entry takes way 0; the older one moves to way 1.
+  retain_cache_[set][1] = retain_cache_[set][0];
+  retain_cache_[set][0] = object;
+  if (2 * (retained_count_ + 1) > retained_.size()) {
+    // Grow to keep the table at most half full (probes stay short).
+    std::vector<const RefCounted*> old(
+        std::max<size_t>(16, 2 * retained_.size()), nullptr);
+    old.swap(retained_);
+    const size_t mask = retained_.size() - 1;
+    for (const RefCounted* o : old) {
+      if (!o) continue;
+      size_t i = PointerSlot(o, mask);
+      while (retained_[i]) i = (i + 1) & mask;
+      retained_[i] = o;
+    }
+  }
+  const size_t mask = retained_.size() - 1;
+  size_t i = PointerSlot(object, mask);
+  while (retained_[i]) {
+    if (retained_[i] == object) return;  // already retained
+    i = (i + 1) & mask;
+  }
+  object->AddRef();
+  retained_[i] = object;
+  ++retained_count_;
+}
+
+namespace {
+Status OutOfStorage(const char* what) {
+  return ResourceExhaustedError(
+      "%s: out of memory for the command buffer's storage", what);
+}
+}  // namespace
 
 Status CommandBuffer::Begin() {
   if (state_ != State::kInitial) {
@@ -65,9 +160,19 @@ Status CommandBuffer::CheckRecording(CommandCategory category,
 }
 
 Status CommandBuffer::BeginDebugGroup(const std::string& label) {
-  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "BeginDebugGroup"));
+  HAL_RETURN_IF_ERROR(
+      CheckRecording(CommandCategory::kNone, "BeginDebugGroup"));
+  char* copy = nullptr;
+  if (!label.empty()) {
+    copy = static_cast<char*>(AllocateData(label.size()));
+    if (!copy) return OutOfStorage("BeginDebugGroup");
+    std::memcpy(copy, label.data(), label.size());
+  }
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("BeginDebugGroup");
   ++debug_depth_;
-  commands_.emplace_back(cmd::BeginDebugGroup{label});
+  new (slot)
+      Command(cmd::BeginDebugGroup{std::string_view(copy, label.size())});
   return OkStatus();
 }
 
@@ -76,40 +181,59 @@ Status CommandBuffer::EndDebugGroup() {
   if (debug_depth_ == 0) {
     return FailedPreconditionError("EndDebugGroup without BeginDebugGroup");
   }
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("EndDebugGroup");
   --debug_depth_;
-  commands_.emplace_back(cmd::EndDebugGroup{});
+  new (slot) Command(cmd::EndDebugGroup{});
   return OkStatus();
 }
 
 Status CommandBuffer::ExecutionBarrier() {
-  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "ExecutionBarrier"));
-  commands_.emplace_back(cmd::Barrier{});
+  HAL_RETURN_IF_ERROR(
+      CheckRecording(CommandCategory::kNone, "ExecutionBarrier"));
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("ExecutionBarrier");
+  new (slot) Command(cmd::Barrier{});
   return OkStatus();
 }
 
 Status CommandBuffer::SignalEvent(Event* event) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "SignalEvent"));
   if (!event) return InvalidArgumentError("SignalEvent: event is null");
-  commands_.emplace_back(cmd::SignalEvent{Ref<Event>(event)});
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("SignalEvent");
+  Retain(event);
+  new (slot) Command(cmd::SignalEvent{event});
   return OkStatus();
 }
 
 Status CommandBuffer::ResetEvent(Event* event) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "ResetEvent"));
   if (!event) return InvalidArgumentError("ResetEvent: event is null");
-  commands_.emplace_back(cmd::ResetEvent{Ref<Event>(event)});
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("ResetEvent");
+  Retain(event);
+  new (slot) Command(cmd::ResetEvent{event});
   return OkStatus();
 }
 
 Status CommandBuffer::WaitEvents(std::span<Event* const> events) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kNone, "WaitEvents"));
   if (events.empty()) return InvalidArgumentError("WaitEvents: no events");
-  cmd::WaitEvents c;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (!events[i]) return InvalidArgumentError("WaitEvents: event %zu is null", i);
-    c.events.emplace_back(events[i]);
+    if (!events[i])
+      return InvalidArgumentError("WaitEvents: event %zu is null", i);
   }
-  commands_.emplace_back(std::move(c));
+  auto* list =
+      static_cast<Event**>(AllocateData(events.size() * sizeof(Event*)));
+  Command* slot = list ? NewSlot() : nullptr;
+  if (!slot) return OutOfStorage("WaitEvents");
+  for (size_t i = 0; i < events.size(); ++i) {
+    list[i] = events[i];
+    Retain(events[i]);
+  }
+  new (slot)
+      Command(cmd::WaitEvents{std::span<Event* const>(list, events.size())});
   return OkStatus();
 }
 
@@ -130,8 +254,8 @@ Status CommandBuffer::ValidateRef(BufferRef& ref, BufferUsage usage,
     return OkStatus();
   }
   DeviceSize resolved = 0;
-  HAL_RETURN_IF_ERROR(
-      ref.buffer->ValidateAccess(usage, ref.offset, ref.length, &resolved, what));
+  HAL_RETURN_IF_ERROR(ref.buffer->ValidateAccess(usage, ref.offset, ref.length,
+                                                 &resolved, what));
   if (length != kWholeBuffer && length > resolved) {
     return OutOfRangeError(
         "%s: %llu bytes at offset %llu do not fit the buffer of %llu bytes",
@@ -142,17 +266,52 @@ Status CommandBuffer::ValidateRef(BufferRef& ref, BufferUsage usage,
   return OkStatus();
 }
 
+// The common valid case in a few compares; anything else (slots, and every
+// error with its message) takes FillBufferSlow.
 Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
                                  size_t pattern_length) {
+  Buffer* b = target.buffer;
+  DeviceSize length;
+  if (state_ == State::kRecording &&
+      AllOf(categories_, CommandCategory::kTransfer) && b && pattern &&
+      (pattern_length == 1 || pattern_length == 2 || pattern_length == 4) &&
+      b->CheckAccess(BufferUsage::kTransferTarget, target.offset, target.length,
+                     &length) &&
+      (((b->byte_offset() + target.offset) | length) & (pattern_length - 1)) ==
+          0) {
+    if (Command* slot = NewSlot()) {
+      // Fixed-size loads instead of a memcpy call of a variable size.
+      uint32_t p;
+      if (pattern_length == 4) {
+        std::memcpy(&p, pattern, 4);
+      } else if (pattern_length == 2) {
+        uint16_t p16;
+        std::memcpy(&p16, pattern, 2);
+        p = p16;
+      } else {
+        p = *static_cast<const uint8_t*>(pattern);
+      }
+      Retain(b);
+      new (slot) Command(cmd::Fill{BufferRef{b, 0, target.offset, length}, p,
+                                   static_cast<uint8_t>(pattern_length)});
+      return OkStatus();
+    }
+  }
+  return FillBufferSlow(target, pattern, pattern_length);
+}
+
+Status CommandBuffer::FillBufferSlow(const BufferRef& target,
+                                     const void* pattern,
+                                     size_t pattern_length) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "FillBuffer"));
   if (!pattern) return InvalidArgumentError("FillBuffer: pattern is null");
   if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
-    return InvalidArgumentError("FillBuffer: pattern length %zu is not 1, 2 or 4",
-                                pattern_length);
+    return InvalidArgumentError(
+        "FillBuffer: pattern length %zu is not 1, 2 or 4", pattern_length);
   }
   BufferRef ref = target;
-  HAL_RETURN_IF_ERROR(
-      ValidateRef(ref, BufferUsage::kTransferTarget, kWholeBuffer, "FillBuffer"));
+  HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kTransferTarget,
+                                  kWholeBuffer, "FillBuffer"));
   // Alignment is on the offset in the allocation: a subspan's own offset
   // counts. A slot's base is known at submission (ValidateSubmission).
   DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
@@ -166,54 +325,107 @@ Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
   }
   uint32_t p = 0;
   std::memcpy(&p, pattern, pattern_length);
-  commands_.emplace_back(
-      cmd::Fill{std::move(ref), p, static_cast<uint8_t>(pattern_length)});
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("FillBuffer");
+  RetainRef(ref);
+  new (slot) Command(cmd::Fill{ref, p, static_cast<uint8_t>(pattern_length)});
   return OkStatus();
 }
 
-Status CommandBuffer::UpdateBuffer(const void* source, const BufferRef& target) {
-  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "UpdateBuffer"));
+Status CommandBuffer::UpdateBuffer(const void* source,
+                                   const BufferRef& target) {
+  HAL_RETURN_IF_ERROR(
+      CheckRecording(CommandCategory::kTransfer, "UpdateBuffer"));
   if (target.length == kWholeBuffer) {
-    return InvalidArgumentError("UpdateBuffer: the target length must be explicit");
+    return InvalidArgumentError(
+        "UpdateBuffer: the target length must be explicit");
   }
   if (target.length > kMaxUpdateBytes) {
-    return InvalidArgumentError("UpdateBuffer: %llu bytes exceed the limit of %llu",
-                                (unsigned long long)target.length,
-                                (unsigned long long)kMaxUpdateBytes);
+    return InvalidArgumentError(
+        "UpdateBuffer: %llu bytes exceed the limit of %llu",
+        (unsigned long long)target.length, (unsigned long long)kMaxUpdateBytes);
   }
   if (!source && target.length) {
     return InvalidArgumentError("UpdateBuffer: source is null");
   }
   BufferRef ref = target;
-  HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kTransferTarget, target.length,
-                                  "UpdateBuffer"));
-  size_t data_offset = data_.size();
-  const uint8_t* bytes = static_cast<const uint8_t*>(source);
-  data_.insert(data_.end(), bytes, bytes + target.length);
-  commands_.emplace_back(cmd::Update{std::move(ref), data_offset});
+  HAL_RETURN_IF_ERROR(ValidateRef(ref, BufferUsage::kTransferTarget,
+                                  target.length, "UpdateBuffer"));
+  uint8_t* copy = nullptr;
+  if (target.length) {
+    copy = static_cast<uint8_t*>(AllocateData(target.length));
+    if (!copy) return OutOfStorage("UpdateBuffer");
+    std::memcpy(copy, source, target.length);
+  }
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("UpdateBuffer");
+  RetainRef(ref);
+  new (slot) Command(cmd::Update{
+      ref, std::span<const uint8_t>(copy, static_cast<size_t>(target.length))});
   return OkStatus();
 }
 
-Status CommandBuffer::CopyBuffer(const BufferRef& source, const BufferRef& target,
-                                 DeviceSize length) {
+// The common valid case (two direct references, no overlap) in a few
+// compares; anything else takes CopyBufferSlow.
+Status CommandBuffer::CopyBuffer(const BufferRef& source,
+                                 const BufferRef& target, DeviceSize length) {
+  Buffer* sb = source.buffer;
+  Buffer* tb = target.buffer;
+  DeviceSize source_length, target_length;
+  if (state_ == State::kRecording &&
+      AllOf(categories_, CommandCategory::kTransfer) && sb && tb &&
+      length != kWholeBuffer &&
+      sb->CheckAccess(BufferUsage::kTransferSource, source.offset,
+                      source.length, &source_length) &&
+      length <= source_length &&
+      tb->CheckAccess(BufferUsage::kTransferTarget, target.offset,
+                      target.length, &target_length) &&
+      length <= target_length) {
+    bool overlap = false;
+    if (sb->allocated_buffer() == tb->allocated_buffer()) {
+      DeviceSize s = sb->byte_offset() + source.offset;
+      DeviceSize d = tb->byte_offset() + target.offset;
+      overlap = s < d + length && d < s + length && length;
+    }
+    Command* slot = overlap ? nullptr : NewSlot();
+    if (slot) {
+      Retain(sb);
+      Retain(tb);
+      new (slot) Command(
+          cmd::Copy{BufferRef{sb, 0, source.offset, source_length},
+                    BufferRef{tb, 0, target.offset, target_length}, length});
+      return OkStatus();
+    }
+  }
+  return CopyBufferSlow(source, target, length);
+}
+
+Status CommandBuffer::CopyBufferSlow(const BufferRef& source,
+                                     const BufferRef& target,
+                                     DeviceSize length) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "CopyBuffer"));
   if (length == kWholeBuffer) {
     return InvalidArgumentError("CopyBuffer: length must be explicit");
   }
   BufferRef src = source, dst = target;
-  HAL_RETURN_IF_ERROR(
-      ValidateRef(src, BufferUsage::kTransferSource, length, "CopyBuffer source"));
-  HAL_RETURN_IF_ERROR(
-      ValidateRef(dst, BufferUsage::kTransferTarget, length, "CopyBuffer target"));
+  HAL_RETURN_IF_ERROR(ValidateRef(src, BufferUsage::kTransferSource, length,
+                                  "CopyBuffer source"));
+  HAL_RETURN_IF_ERROR(ValidateRef(dst, BufferUsage::kTransferTarget, length,
+                                  "CopyBuffer target"));
   if (!src.is_slot() && !dst.is_slot() &&
       src.buffer->allocated_buffer() == dst.buffer->allocated_buffer()) {
     DeviceSize s = src.buffer->byte_offset() + src.offset;
     DeviceSize d = dst.buffer->byte_offset() + dst.offset;
     if (s < d + length && d < s + length && length) {
-      return InvalidArgumentError("CopyBuffer: source and target ranges overlap");
+      return InvalidArgumentError(
+          "CopyBuffer: source and target ranges overlap");
     }
   }
-  commands_.emplace_back(cmd::Copy{std::move(src), std::move(dst), length});
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("CopyBuffer");
+  RetainRef(src);
+  RetainRef(dst);
+  new (slot) Command(cmd::Copy{src, dst, length});
   return OkStatus();
 }
 
@@ -228,7 +440,8 @@ BufferUsage BindingUsage(const FunctionInfo& f, uint32_t i) {
 
 Status CommandBuffer::Dispatch(const DispatchParams& params) {
   HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kDispatch, "Dispatch"));
-  if (!params.executable) return InvalidArgumentError("Dispatch: executable is null");
+  if (!params.executable)
+    return InvalidArgumentError("Dispatch: executable is null");
   HAL_ASSIGN_OR_RETURN(const FunctionInfo* f,
                        params.executable->function(params.entry_point));
   const char* name = f->name.c_str();
@@ -243,7 +456,7 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
         params.bindings.size(), f->binding_count);
   }
   cmd::Dispatch d;
-  d.executable = Ref<Executable>(params.executable);
+  d.executable = params.executable;
   d.entry_point = params.entry_point;
   d.indirect = params.indirect_workgroup_count != nullptr;
   for (int i = 0; i < 3; ++i) {
@@ -261,13 +474,25 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
   auto context = [name](int binding) {
     char what[96];
     if (binding < 0) {
-      std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
-                    name);
+      std::snprintf(what, sizeof(what),
+                    "Dispatch of '%s': indirect workgroup count", name);
     } else {
-      std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %d", name, binding);
+      std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %d", name,
+                    binding);
     }
     return std::string(what);
   };
+  // One piece of storage for the references (the indirect one first) and
+  // the constants; an error below leaves it unused until the command buffer
+  // dies.
+  const size_t ref_count = params.bindings.size() + (d.indirect ? 1 : 0);
+  void* storage = AllocateData(ref_count * sizeof(BufferRef) +
+                               params.constants.size() * sizeof(uint32_t));
+  if (!storage) return OutOfStorage("Dispatch");
+  BufferRef* refs = static_cast<BufferRef*>(storage);
+  uint32_t* constants = reinterpret_cast<uint32_t*>(refs + ref_count);
+  BufferRef* bindings = d.indirect ? refs + 1 : refs;
+  d.indirect_workgroup_count = nullptr;
   if (d.indirect) {
     BufferRef ref = *params.indirect_workgroup_count;
     Status s = ValidateRef(ref, BufferUsage::kDispatchIndirectParams,
@@ -280,12 +505,27 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
                                   (unsigned long long)(base + ref.offset));
     }
     ref.length = kIndirectWorkgroupCountSize;
-    d.indirect_workgroup_count = std::move(ref);
+    refs[0] = ref;
+    d.indirect_workgroup_count = &refs[0];
   }
-  d.constants.assign(params.constants.begin(), params.constants.end());
-  d.bindings.reserve(params.bindings.size());
+  if (!params.constants.empty()) {
+    std::memcpy(constants, params.constants.data(),
+                params.constants.size() * sizeof(uint32_t));
+  }
+  d.constants = std::span<const uint32_t>(constants, params.constants.size());
   for (uint32_t i = 0; i < params.bindings.size(); ++i) {
     BufferRef ref = params.bindings[i];
+    // The common valid direct binding in a few compares; the general
+    // checks below give every error its message.
+    DeviceSize resolved;
+    if (ref.buffer &&
+        ref.buffer->CheckAccess(BindingUsage(*f, i), ref.offset, ref.length,
+                                &resolved) &&
+        (ref.buffer->byte_offset() + ref.offset) % kDispatchAlignment == 0) {
+      ref.length = resolved;
+      bindings[i] = ref;
+      continue;
+    }
     Status s = ValidateRef(ref, BindingUsage(*f, i), kWholeBuffer, "Dispatch");
     if (!s.ok()) return s.Annotate(context(static_cast<int>(i)));
     DeviceSize base = ref.is_slot() ? 0 : ref.buffer->byte_offset();
@@ -294,9 +534,15 @@ Status CommandBuffer::Dispatch(const DispatchParams& params) {
                                   context(static_cast<int>(i)).c_str(),
                                   (unsigned long long)(base + ref.offset));
     }
-    d.bindings.push_back(std::move(ref));
+    bindings[i] = ref;
   }
-  commands_.emplace_back(std::move(d));
+  d.bindings = std::span<const BufferRef>(bindings, params.bindings.size());
+  Command* slot = NewSlot();
+  if (!slot) return OutOfStorage("Dispatch");
+  Retain(params.executable);
+  if (d.indirect) RetainRef(refs[0]);
+  for (const BufferRef& ref : d.bindings) RetainRef(ref);
+  new (slot) Command(d);
   return OkStatus();
 }
 
@@ -306,7 +552,8 @@ Status CommandBuffer::ValidateDispatchSubmission(const cmd::Dispatch& d,
   auto context = [&f](int binding) {
     char what[96];
     if (binding < 0) {
-      std::snprintf(what, sizeof(what), "Dispatch of '%s': indirect workgroup count",
+      std::snprintf(what, sizeof(what),
+                    "Dispatch of '%s': indirect workgroup count",
                     f.name.c_str());
     } else {
       std::snprintf(what, sizeof(what), "Dispatch of '%s': binding %d",
@@ -315,28 +562,32 @@ Status CommandBuffer::ValidateDispatchSubmission(const cmd::Dispatch& d,
     return std::string(what);
   };
   if (d.indirect) {
-    Status s = ValidateSlotRef(d.indirect_workgroup_count, kIndirectWorkgroupCountSize,
-                               BufferUsage::kDispatchIndirectParams, table, "Dispatch");
+    const BufferRef& indirect = *d.indirect_workgroup_count;
+    Status s = ValidateSlotRef(indirect, kIndirectWorkgroupCountSize,
+                               BufferUsage::kDispatchIndirectParams, table,
+                               "Dispatch");
     if (!s.ok()) return s.Annotate(context(-1));
-    if (d.indirect_workgroup_count.is_slot()) {
-      ResolvedRef r = ResolveRef(d.indirect_workgroup_count, table);
+    if (indirect.is_slot()) {
+      ResolvedRef r = ResolveRef(indirect, table);
       if (r.offset % kDispatchAlignment) {
-        return InvalidArgumentError("%s: slot %u resolves to offset %llu, not 4-byte aligned",
-                                    context(-1).c_str(), d.indirect_workgroup_count.slot,
-                                    (unsigned long long)r.offset);
+        return InvalidArgumentError(
+            "%s: slot %u resolves to offset %llu, not 4-byte aligned",
+            context(-1).c_str(), indirect.slot, (unsigned long long)r.offset);
       }
     }
   }
   for (uint32_t i = 0; i < d.bindings.size(); ++i) {
     const BufferRef& ref = d.bindings[i];
-    Status s = ValidateSlotRef(ref, kWholeBuffer, BindingUsage(f, i), table, "Dispatch");
+    Status s = ValidateSlotRef(ref, kWholeBuffer, BindingUsage(f, i), table,
+                               "Dispatch");
     if (!s.ok()) return s.Annotate(context(static_cast<int>(i)));
     if (ref.is_slot()) {
       ResolvedRef r = ResolveRef(ref, table);
       if (r.offset % kDispatchAlignment) {
         return InvalidArgumentError(
             "%s: slot %u resolves to offset %llu, not 4-byte aligned",
-            context(static_cast<int>(i)).c_str(), ref.slot, (unsigned long long)r.offset);
+            context(static_cast<int>(i)).c_str(), ref.slot,
+            (unsigned long long)r.offset);
       }
     }
   }
@@ -349,11 +600,13 @@ Status CommandBuffer::ValidateSlotRef(const BufferRef& ref, DeviceSize length,
   if (!ref.is_slot()) {
     // Direct buffers were validated at record time; only their state may
     // have changed since (a dealloca).
-    return ref.buffer->ValidateAccess(usage, ref.offset, ref.length, &length, what);
+    return ref.buffer->ValidateAccess(usage, ref.offset, ref.length, &length,
+                                      what);
   }
   const Binding& b = table[ref.slot];
   if (!b.buffer) {
-    return InvalidArgumentError("%s: binding table slot %u is empty", what, ref.slot);
+    return InvalidArgumentError("%s: binding table slot %u is empty", what,
+                                ref.slot);
   }
   DeviceSize entry_length = 0;
   HAL_RETURN_IF_ERROR(
@@ -362,8 +615,8 @@ Status CommandBuffer::ValidateSlotRef(const BufferRef& ref, DeviceSize length,
   if (!ResolveRange(entry_length, ref.offset, ref.length, &resolved) ||
       (length != kWholeBuffer && length > resolved)) {
     return OutOfRangeError(
-        "%s: range [%llu, +%llu) is outside binding slot %u of %llu bytes", what,
-        (unsigned long long)ref.offset,
+        "%s: range [%llu, +%llu) is outside binding slot %u of %llu bytes",
+        what, (unsigned long long)ref.offset,
         (unsigned long long)(length != kWholeBuffer ? length : ref.length),
         ref.slot, (unsigned long long)entry_length);
   }
@@ -385,7 +638,7 @@ Status CommandBuffer::ValidateSubmission(BindingTable table) {
         "needs %u",
         table.size(), binding_capacity_);
   }
-  for (const Command& c : commands_) {
+  for (const Command& c : commands()) {
     Status s;
     if (auto* f = std::get_if<cmd::Fill>(&c)) {
       s = ValidateSlotRef(f->target, kWholeBuffer, BufferUsage::kTransferTarget,
@@ -406,15 +659,18 @@ Status CommandBuffer::ValidateSubmission(BindingTable table) {
       s = ValidateSlotRef(cp->source, cp->length, BufferUsage::kTransferSource,
                           table, "CopyBuffer source");
       if (s.ok()) {
-        s = ValidateSlotRef(cp->target, cp->length, BufferUsage::kTransferTarget,
-                            table, "CopyBuffer target");
+        s = ValidateSlotRef(cp->target, cp->length,
+                            BufferUsage::kTransferTarget, table,
+                            "CopyBuffer target");
       }
-      if (s.ok() && (cp->source.is_slot() || cp->target.is_slot()) && cp->length) {
+      if (s.ok() && (cp->source.is_slot() || cp->target.is_slot()) &&
+          cp->length) {
         ResolvedRef a = ResolveRef(cp->source, table);
         ResolvedRef b = ResolveRef(cp->target, table);
         if (a.buffer == b.buffer && a.offset < b.offset + cp->length &&
             b.offset < a.offset + cp->length) {
-          s = InvalidArgumentError("CopyBuffer: source and target ranges overlap");
+          s = InvalidArgumentError(
+              "CopyBuffer: source and target ranges overlap");
         }
       }
     } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
@@ -429,7 +685,8 @@ Status CommandBuffer::ValidateSubmission(BindingTable table) {
   return OkStatus();
 }
 
-ResolvedRef CommandBuffer::ResolveRef(const BufferRef& ref, BindingTable table) {
+ResolvedRef CommandBuffer::ResolveRef(const BufferRef& ref,
+                                      BindingTable table) {
   Buffer* buffer;
   DeviceSize base, window;
   if (ref.is_slot()) {
@@ -438,7 +695,7 @@ ResolvedRef CommandBuffer::ResolveRef(const BufferRef& ref, BindingTable table) 
     base = b.offset;
     ResolveRange(b.buffer->byte_length(), b.offset, b.length, &window);
   } else {
-    buffer = ref.buffer.get();
+    buffer = ref.buffer;
     base = 0;
     window = buffer->byte_length();
   }

@@ -89,7 +89,7 @@ StatusOr<Ref<CommandBuffer>> Device::CreateCommandBuffer(
         (unsigned long long)affinity);
   }
   return CommandBuffer::Create(mode, categories, affinity & queue_mask(),
-                               binding_capacity);
+                               binding_capacity, block_pool());
 }
 
 StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
@@ -366,11 +366,11 @@ Status Device::WaitIdle(Timeout timeout) { return WaitIdleImpl(timeout); }
 namespace {
 template <typename RecordFn>
 StatusOr<Ref<CommandBuffer>> RecordTransient(
-    QueueAffinity affinity, RecordFn record,
+    BlockPool* pool, QueueAffinity affinity, RecordFn record,
     CommandCategory category = CommandCategory::kTransfer) {
   HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb,
                        CommandBuffer::Create(CommandBufferMode::kOneShot,
-                                             category, affinity, 0));
+                                             category, affinity, 0, pool));
   HAL_RETURN_IF_ERROR(cb->Begin());
   HAL_RETURN_IF_ERROR(record(cb.get()));
   HAL_RETURN_IF_ERROR(cb->End());
@@ -384,7 +384,8 @@ Status Device::QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
                              DeviceSize offset, DeviceSize length,
                              const void* pattern, size_t pattern_length) {
   HAL_ASSIGN_OR_RETURN(
-      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+      Ref<CommandBuffer> cb,
+      RecordTransient(block_pool(), affinity, [&](CommandBuffer* c) {
         return c->FillBuffer(BufferRef::Direct(target, offset, length), pattern,
                              pattern_length);
       }));
@@ -396,7 +397,8 @@ Status Device::QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
                                Buffer* target, DeviceSize offset,
                                DeviceSize length) {
   HAL_ASSIGN_OR_RETURN(
-      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+      Ref<CommandBuffer> cb,
+      RecordTransient(block_pool(), affinity, [&](CommandBuffer* c) {
         const uint8_t* src = static_cast<const uint8_t*>(source);
         for (DeviceSize done = 0; done < length; done += kMaxUpdateBytes) {
           DeviceSize n = std::min(kMaxUpdateBytes, length - done);
@@ -413,7 +415,8 @@ Status Device::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
                              DeviceSize source_offset, Buffer* target,
                              DeviceSize target_offset, DeviceSize length) {
   HAL_ASSIGN_OR_RETURN(
-      Ref<CommandBuffer> cb, RecordTransient(affinity, [&](CommandBuffer* c) {
+      Ref<CommandBuffer> cb,
+      RecordTransient(block_pool(), affinity, [&](CommandBuffer* c) {
         return c->CopyBuffer(BufferRef::Direct(source, source_offset, length),
                              BufferRef::Direct(target, target_offset, length),
                              length);
@@ -424,11 +427,12 @@ Status Device::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
 Status Device::QueueDispatchImpl(QueueAffinity affinity, SemaphoreList wait,
                                  SemaphoreList signal,
                                  const DispatchParams& params) {
-  HAL_ASSIGN_OR_RETURN(
-      Ref<CommandBuffer> cb,
-      RecordTransient(
-          affinity, [&](CommandBuffer* c) { return c->Dispatch(params); },
-          CommandCategory::kDispatch));
+  HAL_ASSIGN_OR_RETURN(Ref<CommandBuffer> cb, RecordTransient(
+                                                  block_pool(), affinity,
+                                                  [&](CommandBuffer* c) {
+                                                    return c->Dispatch(params);
+                                                  },
+                                                  CommandCategory::kDispatch));
   return QueueExecuteImpl(affinity, wait, signal, cb.get(), {});
 }
 

@@ -70,6 +70,8 @@ class Device : public RefCounted {
                : ((QueueAffinity{1} << info_.queue_count) - 1);
   }
   Allocator* allocator() const { return allocator_.get(); }
+  // Storage blocks for this device's command buffers (hal/block_pool.h).
+  BlockPool* block_pool() const { return block_pool_.get(); }
 
   StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value);
   StatusOr<Ref<Event>> CreateEvent();
@@ -221,6 +223,7 @@ class Device : public RefCounted {
 
   DeviceInfo info_;
   Ref<Allocator> allocator_;
+  Ref<BlockPool> block_pool_ = BlockPool::Create();
 };
 
 }  // namespace hal

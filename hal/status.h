@@ -1,12 +1,17 @@
 // Status and StatusOr: the one error type of the HAL.
 //
-// Codes are the canonical ones used by absl and IREE. An OK status allocates
-// nothing; an error carries its message on the heap. Status is cheap to copy
-// and is safe to pass between threads (immutable after construction).
+// Codes are the canonical ones used by absl and IREE. A Status is one
+// pointer: null when OK, so an OK status allocates nothing, copies and
+// destroys without an atomic, and moves by stealing the pointer. An error
+// carries its code and message in an immutable, intrusively refcounted heap
+// record: copying an error costs one atomic increment. Status is safe to pass
+// between threads (the record is immutable after construction).
 #pragma once
 
+#include <atomic>
 #include <cstdarg>
-#include <memory>
+#include <cstdint>
+#include <memory>  // not used here; kept for files that rely on it
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -41,6 +46,30 @@ class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message);
+  Status(const Status& other) noexcept : rep_(other.rep_) {
+    if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Status(Status&& other) noexcept : rep_(other.rep_) { other.rep_ = nullptr; }
+  Status& operator=(const Status& other) noexcept {
+    if (rep_ != other.rep_) {
+      if (other.rep_) other.rep_->refs.fetch_add(1, std::memory_order_relaxed);
+      if (rep_) Unref(rep_);
+      rep_ = other.rep_;
+    }
+    return *this;
+  }
+  Status& operator=(Status&& other) noexcept {
+    if (this != &other) {
+      Rep* old = rep_;
+      rep_ = other.rep_;
+      other.rep_ = nullptr;
+      if (old) Unref(old);
+    }
+    return *this;
+  }
+  ~Status() {
+    if (rep_) Unref(rep_);
+  }
 
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
@@ -57,11 +86,16 @@ class [[nodiscard]] Status {
 
  private:
   struct Rep {
+    mutable std::atomic<uint32_t> refs;
     StatusCode code;
     std::string message;
   };
-  std::shared_ptr<const Rep> rep_;
+  // Drops one reference; deletes the record with the last one.
+  static void Unref(Rep* rep);
+
+  Rep* rep_ = nullptr;
 };
+static_assert(sizeof(Status) == sizeof(void*), "Status is one pointer");
 
 inline Status OkStatus() { return Status(); }
 
@@ -70,15 +104,15 @@ Status MakeStatus(StatusCode code, const char* format, ...)
     __attribute__((format(printf, 2, 3)));
 Status VMakeStatus(StatusCode code, const char* format, va_list args);
 
-#define HAL_DEFINE_ERROR_CTOR(Name, Code)                              \
-  inline Status Name(const char* format, ...)                          \
-      __attribute__((format(printf, 1, 2)));                           \
-  inline Status Name(const char* format, ...) {                        \
-    va_list args;                                                      \
-    va_start(args, format);                                            \
-    Status s = VMakeStatus(StatusCode::Code, format, args);            \
-    va_end(args);                                                      \
-    return s;                                                          \
+#define HAL_DEFINE_ERROR_CTOR(Name, Code)                   \
+  inline Status Name(const char* format, ...)               \
+      __attribute__((format(printf, 1, 2)));                \
+  inline Status Name(const char* format, ...) {             \
+    va_list args;                                           \
+    va_start(args, format);                                 \
+    Status s = VMakeStatus(StatusCode::Code, format, args); \
+    va_end(args);                                           \
+    return s;                                               \
   }
 HAL_DEFINE_ERROR_CTOR(CancelledError, kCancelled)
 HAL_DEFINE_ERROR_CTOR(UnknownError, kUnknown)
@@ -112,9 +146,9 @@ class [[nodiscard]] StatusOr {
   StatusOr(Status&& status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = InternalError("StatusOr built from OK status");
   }
-  template <typename U = T,
-            typename = std::enable_if_t<std::is_convertible_v<U&&, T> &&
-                                        !std::is_same_v<std::decay_t<U>, Status>>>
+  template <typename U = T, typename = std::enable_if_t<
+                                std::is_convertible_v<U&&, T> &&
+                                !std::is_same_v<std::decay_t<U>, Status>>>
   StatusOr(U&& value) : value_(std::forward<U>(value)) {}  // NOLINT
 
   bool ok() const { return status_.ok(); }
@@ -140,7 +174,9 @@ class [[nodiscard]] StatusOr {
 namespace internal {
 inline const Status& GetStatus(const Status& s) { return s; }
 template <typename T>
-const Status& GetStatus(const StatusOr<T>& s) { return s.status(); }
+const Status& GetStatus(const StatusOr<T>& s) {
+  return s.status();
+}
 }  // namespace internal
 
 }  // namespace hal
@@ -148,14 +184,15 @@ const Status& GetStatus(const StatusOr<T>& s) { return s.status(); }
 #define HAL_STATUS_CONCAT_INNER(a, b) a##b
 #define HAL_STATUS_CONCAT(a, b) HAL_STATUS_CONCAT_INNER(a, b)
 
-#define HAL_RETURN_IF_ERROR(expr)                                  \
-  do {                                                             \
+#define HAL_RETURN_IF_ERROR(expr)                                       \
+  do {                                                                  \
     const ::hal::Status _hal_status = ::hal::internal::GetStatus(expr); \
-    if (!_hal_status.ok()) return _hal_status;                     \
+    if (!_hal_status.ok()) return _hal_status;                          \
   } while (false)
 
-#define HAL_ASSIGN_OR_RETURN(lhs, expr) \
-  HAL_ASSIGN_OR_RETURN_IMPL(HAL_STATUS_CONCAT(_hal_statusor_, __LINE__), lhs, expr)
+#define HAL_ASSIGN_OR_RETURN(lhs, expr)                                       \
+  HAL_ASSIGN_OR_RETURN_IMPL(HAL_STATUS_CONCAT(_hal_statusor_, __LINE__), lhs, \
+                            expr)
 #define HAL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace hal {
 namespace {
@@ -65,6 +67,55 @@ TEST(StatusOrDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
 TEST(StatusOr, OkStatusIsTurnedIntoInternal) {
   StatusOr<int> v(OkStatus());
   EXPECT_EQ(v.status().code(), StatusCode::kInternal);
+}
+
+TEST(Status, IsOnePointer) { EXPECT_EQ(sizeof(Status), sizeof(void*)); }
+
+TEST(Status, CopiesShareTheErrorAndOutliveTheOriginal) {
+  Status copy;
+  {
+    Status original = DataLossError("lost %d", 3);
+    copy = original;
+    Status second(original);
+    EXPECT_EQ(second, original);
+  }
+  EXPECT_EQ(copy.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(copy.message(), "lost 3");
+  const Status& self = copy;
+  copy = self;  // self-assignment keeps the error
+  EXPECT_EQ(copy.ToString(), "DATA_LOSS: lost 3");
+  copy = OkStatus();
+  EXPECT_TRUE(copy.ok());
+}
+
+TEST(Status, MoveStealsThePointer) {
+  Status a = AbortedError("gone");
+  Status b = std::move(a);
+  EXPECT_TRUE(a.ok());  // NOLINT(bugprone-use-after-move): documented state
+  EXPECT_EQ(b.code(), StatusCode::kAborted);
+  Status c = InternalError("other");
+  c = std::move(b);
+  EXPECT_EQ(c.message(), "gone");
+  EXPECT_TRUE(b.ok());  // NOLINT(bugprone-use-after-move)
+  Status& alias = c;
+  c = std::move(alias);  // self-move keeps the error
+  EXPECT_EQ(c.message(), "gone");
+}
+
+TEST(Status, CopiesFromManyThreads) {
+  const Status shared = UnavailableError("shared");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&shared] {
+      for (int i = 0; i < 10000; ++i) {
+        Status copy = shared;
+        Status moved = std::move(copy);
+        if (moved.code() != StatusCode::kUnavailable) std::abort();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared.message(), "shared");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
   }
 }
 
-Status ExecuteCommand(const CommandBuffer& cb, const Command& c,
+Status ExecuteCommand(const CommandBuffer& /*cb*/, const Command& c,
                       BindingTable table) {
   if (auto* f = std::get_if<cmd::Fill>(&c)) {
     ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
@@ -44,7 +44,7 @@ Status ExecuteCommand(const CommandBuffer& cb, const Command& c,
   } else if (auto* u = std::get_if<cmd::Update>(&c)) {
     ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
     HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "update"));
-    if (r.length) std::memcpy(p, cb.data().data() + u->data_offset, r.length);
+    if (r.length) std::memcpy(p, u->data.data(), r.length);
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
     ResolvedRef s = CommandBuffer::ResolveRef(cp->source, table);
     ResolvedRef d = CommandBuffer::ResolveRef(cp->target, table);
@@ -111,7 +111,7 @@ void CommandAccesses(const Command& c, BindingTable table,
       AddAccess(r, r.length, !fn.binding_read_only(i), out);
     }
     if (d->indirect) {
-      AddAccess(CommandBuffer::ResolveRef(d->indirect_workgroup_count, table),
+      AddAccess(CommandBuffer::ResolveRef(*d->indirect_workgroup_count, table),
                 kIndirectWorkgroupCountSize, false, out);
     }
   }

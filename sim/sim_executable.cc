@@ -332,7 +332,7 @@ StatusOr<Ref<ExecutableCache>> CreateSimExecutableCache(int workers) {
 }
 
 Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
-  const auto* exe = dynamic_cast<const SimExecutable*>(d.executable.get());
+  const auto* exe = dynamic_cast<const SimExecutable*>(d.executable);
   if (!exe) {
     return InvalidArgumentError(
         "dispatch: the %s executable was not prepared by a sim device",
@@ -345,7 +345,7 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
                        d.workgroup_count[2]};
   if (d.indirect) {
     ResolvedRef r =
-        CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
+        CommandBuffer::ResolveRef(*d.indirect_workgroup_count, table);
     HAL_ASSIGN_OR_RETURN(
         uint8_t * p, SimStorage(r.buffer, r.offset, kIndirectWorkgroupCountSize,
                                 "dispatch indirect workgroup count"));

@@ -129,7 +129,7 @@ namespace {
 // The executable of `d` when this API prepared it.
 StatusOr<const GpuExecutable*> DispatchExecutable(GpuApi* api,
                                                   const cmd::Dispatch& d) {
-  const auto* exe = dynamic_cast<const GpuExecutable*>(d.executable.get());
+  const auto* exe = dynamic_cast<const GpuExecutable*>(d.executable);
   if (!exe || exe->api() != api) {
     return InvalidArgumentError(
         "dispatch: the %s executable was not prepared by this %s device",
@@ -188,7 +188,7 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
     // from device memory.
     const std::string name = DispatchName(exe, d);
     ResolvedRef r =
-        CommandBuffer::ResolveRef(d.indirect_workgroup_count, table);
+        CommandBuffer::ResolveRef(*d.indirect_workgroup_count, table);
     HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
                          DeviceAddress(r, name + ": indirect count"));
     HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),

@@ -18,7 +18,7 @@ struct GraphOp {
   Kind kind = Kind::kBarrier;
   GpuDevicePtr dst = 0;
   GpuDevicePtr src = 0;       // copy source
-  size_t data_offset = 0;     // update: into CommandBuffer::data()
+  size_t data_offset = 0;     // update: into the plan's payload
   DeviceSize size = 0;        // bytes
   uint32_t pattern = 0;       // fill
   size_t pattern_length = 0;  // fill
@@ -28,9 +28,11 @@ struct GraphOp {
 };
 
 // Resolves every command (the checks of the stream replay) into nodes and
-// barriers. Commands that do nothing are left out.
+// barriers. Commands that do nothing are left out. The update payloads are
+// appended to `payload`, which the graph copies into pinned memory.
 StatusOr<std::vector<GraphOp>> PlanGraph(GpuApi* api, const CommandBuffer& cb,
-                                         BindingTable table) {
+                                         BindingTable table,
+                                         std::vector<uint8_t>* payload) {
   std::vector<GraphOp> ops;
   for (const Command& command : cb.commands()) {
     Status status = std::visit(
@@ -50,7 +52,9 @@ StatusOr<std::vector<GraphOp>> PlanGraph(GpuApi* api, const CommandBuffer& cb,
             if (r.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kUpdate;
             HAL_ASSIGN_OR_RETURN(op.dst, CommandDeviceAddress(r, "update"));
-            op.data_offset = c.data_offset;
+            op.data_offset = payload->size();
+            payload->insert(payload->end(), c.data.begin(),
+                            c.data.begin() + r.length);
             op.size = r.length;
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
             if (c.length == 0) return OkStatus();
@@ -105,8 +109,8 @@ class GpuCommandGraph {
   GpuCommandGraph(const GpuCommandGraph&) = delete;
   GpuCommandGraph& operator=(const GpuCommandGraph&) = delete;
 
-  // Builds and instantiates the graph of `ops`; `data` is the command
-  // buffer's payload area.
+  // Builds and instantiates the graph of `ops`; `data` is the plan's update
+  // payload.
   Status Build(std::vector<GraphOp> ops, const std::vector<uint8_t>& data,
                std::vector<Ref<Executable>> executables) {
     ops_ = std::move(ops);
@@ -211,8 +215,9 @@ GpuGraphCache::~GpuGraphCache() = default;
 StatusOr<std::shared_ptr<GpuCommandGraph>> GpuGraphCache::Acquire(
     const Ref<CommandBuffer>& command_buffer, BindingTable table) {
   const CommandBuffer& cb = *command_buffer;
+  std::vector<uint8_t> payload;
   HAL_ASSIGN_OR_RETURN(std::vector<GraphOp> ops,
-                       PlanGraph(api_.get(), cb, table));
+                       PlanGraph(api_.get(), cb, table, &payload));
   if (ops.empty()) return std::shared_ptr<GpuCommandGraph>();
   const bool reusable = cb.mode() == CommandBufferMode::kReusable;
   if (reusable) {
@@ -221,7 +226,7 @@ StatusOr<std::shared_ptr<GpuCommandGraph>> GpuGraphCache::Acquire(
       if (it->key != &cb) continue;
       // The key alone is not enough (a new command buffer may reuse the
       // address of a released one): the plan and payload must match too.
-      if (it->exec->Matches(ops, cb.data())) {
+      if (it->exec->Matches(ops, payload)) {
         entries_.splice(entries_.begin(), entries_, it);
         ++reused_;
         return entries_.front().exec;
@@ -234,12 +239,12 @@ StatusOr<std::shared_ptr<GpuCommandGraph>> GpuGraphCache::Acquire(
   std::vector<Ref<Executable>> executables;
   for (const Command& command : cb.commands()) {
     if (const auto* d = std::get_if<cmd::Dispatch>(&command)) {
-      executables.push_back(d->executable);
+      executables.push_back(Ref<Executable>(d->executable));
     }
   }
   auto graph = std::make_shared<GpuCommandGraph>(api_);
   HAL_RETURN_IF_ERROR(
-      graph->Build(std::move(ops), cb.data(), std::move(executables)));
+      graph->Build(std::move(ops), payload, std::move(executables)));
   std::lock_guard<std::mutex> lock(mutex_);
   ++built_;
   if (reusable && capacity_ > 0) {

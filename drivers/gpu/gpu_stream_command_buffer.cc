@@ -48,7 +48,7 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                  CommandDeviceAddress(r, "update"));
             // The payload lives in the command buffer, which the submission
             // keeps alive until the copy ran.
-            const uint8_t* src = command_buffer.data().data() + c.data_offset;
+            const uint8_t* src = c.data.data();
             return api->MemcpyAsync(dst, reinterpret_cast<GpuDevicePtr>(src),
                                     r.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
