@@ -36,7 +36,7 @@
 #include "hal/command_buffer.h"
 #include "hal/driver.h"
 #include "hal/executable.h"
-#include "sim/sim_kernel_abi.h"
+#include "sim/core/sim_kernel_abi.h"
 #if HAL_BENCH_HAVE_TEST_KERNELS
 #include "hal/cts/test_kernels.h"
 #endif

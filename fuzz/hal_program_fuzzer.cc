@@ -39,8 +39,8 @@
 #include "hal/semaphore.h"
 #include "hal/uri.h"
 #include "sim/core/halsim_control_loader.h"
-#include "sim/sim_context.h"
-#include "sim/sim_device.h"
+#include "drivers/sim/sim_context.h"
+#include "drivers/sim/sim_device.h"
 
 namespace {
 using namespace hal;

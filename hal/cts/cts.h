@@ -1,6 +1,6 @@
 // The conformance test suite (CTS): compiled once, run against any driver.
 //
-// A driver opts in with a Backend (see sim/cts/sim_cts_backend.cc): its name,
+// A driver opts in with a Backend (see drivers/sim/cts/sim_cts_backend.cc): its name,
 // the device URI to test by default, tags for optional features, tests it does
 // not support (skipped, with the reason) and expected failures (a test listed
 // there must fail; passing is reported as an error by the runner).

@@ -53,7 +53,7 @@
 #include "sim/core/range.h"
 #include "sim/core/sim_random.h"
 #include "sim/core/trace_hash.h"
-#include "sim/sim_kernel_abi.h"
+#include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim::engine {
 

@@ -13,7 +13,7 @@
  * plain C statements. No pointers, no shared memory, no barriers, no calls.
  *
  * Targets (chosen by the compiler invocation, see CMakeLists.txt):
- *   HAL_KERNEL_TARGET_NATIVE  host C for the simulator (sim/sim_kernel_abi.h);
+ *   HAL_KERNEL_TARGET_NATIVE  host C for the simulator (sim/core/sim_kernel_abi.h);
  *                             every binding access is bounds-checked and a
  *                             fault is recorded instead of made
  *   __NVPTX__                 OpenCL C -> PTX (clang nvptx64-nvidia-nvcl)
@@ -35,7 +35,7 @@
 /* ------------------------------------------------------------------------ */
 #if defined(HAL_KERNEL_TARGET_NATIVE)
 
-#include "sim/sim_kernel_abi.h"
+#include "sim/core/sim_kernel_abi.h"
 
 typedef unsigned int uint;
 

@@ -24,7 +24,9 @@
 #include "hal/types.h"
 #include "hal/uri.h"
 #include "sim/core/fault_plan.h"
-#include "sim/sim_core.h"
+#include "sim/core/range.h"
+#include "sim/core/sim_random.h"
+#include "sim/core/trace_hash.h"
 
 namespace hal::sim {
 

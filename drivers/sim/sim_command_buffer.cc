@@ -1,12 +1,12 @@
-#include "sim/sim_command_buffer.h"
+#include "drivers/sim/sim_command_buffer.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <variant>
 
-#include "sim/sim_device.h"
-#include "sim/sim_executable.h"
+#include "drivers/sim/sim_device.h"
+#include "drivers/sim/sim_executable.h"
 
 namespace hal::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/sim_allocator.h"
+#include "drivers/sim/sim_allocator.h"
 
 #include <cstdlib>
 #include <cstring>

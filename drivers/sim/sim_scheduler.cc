@@ -1,4 +1,4 @@
-#include "sim/sim_scheduler.h"
+#include "drivers/sim/sim_scheduler.h"
 
 #include <algorithm>
 #include <atomic>

@@ -26,7 +26,7 @@
 #include "hal/semaphore.h"
 #include "hal/status.h"
 #include "hal/types.h"
-#include "sim/sim_context.h"
+#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 

@@ -9,7 +9,7 @@
 
 #include "hal/allocator.h"
 #include "hal/buffer.h"
-#include "sim/sim_context.h"
+#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/sim_context.h"
+#include "drivers/sim/sim_context.h"
 
 #include <algorithm>
 #include <cinttypes>

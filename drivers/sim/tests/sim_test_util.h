@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hal/driver.h"
-#include "sim/sim_device.h"
+#include "drivers/sim/sim_device.h"
 
 namespace hal::sim::testing {
 

@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "sim/tests/sim_test_util.h"
+#include "drivers/sim/tests/sim_test_util.h"
 
 namespace hal::sim::testing {
 namespace {

@@ -1,4 +1,4 @@
-// The simulator kernel ABI v2 (sim/sim_kernel_abi.h) and its native macro
+// The simulator kernel ABI v2 (sim/core/sim_kernel_abi.h) and its native macro
 // layer (hal/cts/kernels/hal_kernel.h): a call runs a range of workgroups in
 // linear order with the right ids; every access is checked against per-call
 // locals, and whatever the fast check refuses goes to the exact checks, so
@@ -7,7 +7,7 @@
 // through the HAL: ExecuteSimDispatch splits a dispatch into ranges over its
 // workers and reports the fault of the lowest workgroup whatever the worker
 // count.
-#include "sim/sim_kernel_abi.h"
+#include "sim/core/sim_kernel_abi.h"
 
 #include <gtest/gtest.h>
 

@@ -20,9 +20,9 @@
 
 #include "hal/device.h"
 #include "hal/driver.h"
-#include "sim/sim_allocator.h"
-#include "sim/sim_context.h"
-#include "sim/sim_scheduler.h"
+#include "drivers/sim/sim_allocator.h"
+#include "drivers/sim/sim_context.h"
+#include "drivers/sim/sim_scheduler.h"
 
 namespace hal::sim {
 

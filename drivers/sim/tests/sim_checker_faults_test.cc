@@ -1,7 +1,7 @@
 // Each hazard class and each fault class, with the exact error it gives.
 #include <algorithm>
 
-#include "sim/tests/sim_test_util.h"
+#include "drivers/sim/tests/sim_test_util.h"
 
 namespace hal::sim::testing {
 namespace {

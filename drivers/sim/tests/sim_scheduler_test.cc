@@ -1,4 +1,4 @@
-// The simulator's schedulers (sim/sim_scheduler.cc): who ends an op, when
+// The simulator's schedulers (drivers/sim/sim_scheduler.cc): who ends an op, when
 // its resources go, device loss, how far a poll runs device work, and what
 // a host call may wait on (issue 11 items 6, 7, 12, 13).
 #include <atomic>
@@ -10,7 +10,7 @@
 
 #include "hal/progress.h"
 #include "hal/semaphore.h"
-#include "sim/tests/sim_test_util.h"
+#include "drivers/sim/tests/sim_test_util.h"
 
 namespace hal::sim::testing {
 namespace {

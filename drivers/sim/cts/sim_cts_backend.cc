@@ -1,6 +1,6 @@
 // Opts the simulator into the conformance suite.
 #include "hal/cts/cts.h"
-#include "sim/sim_device.h"
+#include "drivers/sim/sim_device.h"
 
 namespace hal::cts {
 

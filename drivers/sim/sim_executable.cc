@@ -1,4 +1,4 @@
-#include "sim/sim_executable.h"
+#include "drivers/sim/sim_executable.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "sim/sim_device.h"
-#include "sim/sim_kernel_abi.h"
+#include "drivers/sim/sim_device.h"
+#include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim {
 
@@ -218,7 +218,7 @@ class SimExecutable final : public Executable {
       if (!info) {
         return InvalidArgumentError(
             "sim executable: module %u lacks '%s' (kernels must be built with "
-            "the simulator kernel ABI, sim/sim_kernel_abi.h)",
+            "the simulator kernel ABI, sim/core/sim_kernel_abi.h)",
             f.module_ordinal, info_name.c_str());
       }
       if (info->abi_version != HAL_SIM_KERNEL_ABI_VERSION) {
@@ -391,7 +391,7 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   if (total == 0) return OkStatus();
 
   // One state per range of workgroups, not per workgroup: the kernel runs
-  // the whole range (ABI v2, sim/sim_kernel_abi.h).
+  // the whole range (ABI v2, sim/core/sim_kernel_abi.h).
   RangeJob job;
   job.kernel = exe->kernel(d.entry_point);
   hal_sim_dispatch_state& base = job.base;

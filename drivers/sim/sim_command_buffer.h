@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hal/command_buffer.h"
-#include "sim/sim_context.h"
+#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 

@@ -1,7 +1,7 @@
 // Simulator executables: the sim format's cache and dispatch execution.
 //
 // A sim executable's modules are ELF shared objects for the host (see
-// sim/sim_kernel_abi.h). The cache loads each module from memory
+// sim/core/sim_kernel_abi.h). The cache loads each module from memory
 // (memfd_create + dlopen of /proc/self/fd/N), resolves every export and
 // checks its `__hal_sim_info` against the export table. Only the sim format
 // can be prepared; CanPrepareFormat is false for the others.
