@@ -210,8 +210,9 @@ bool ContainsEntry(const std::vector<uint8_t>& ptx, const std::string& name) {
 
 template <typename T>
 void CopyBytes(const flatbuffers::Vector<T>* v, std::vector<uint8_t>* out) {
-  out->resize(v->size() * sizeof(T));
-  if (!out->empty()) std::memcpy(out->data(), v->Data(), out->size());
+  // assign, not resize + memcpy: no zero fill of bytes about to be copied.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(v->Data());
+  out->assign(bytes, bytes + v->size() * sizeof(T));
 }
 void CopyString(const flatbuffers::String* s, std::vector<uint8_t>* out) {
   out->assign(s->c_str(), s->c_str() + s->size());
