@@ -43,11 +43,14 @@ typedef unsigned int uint;
 /* On x86-64 every kernel entry is built twice, for AVX-512F and for
  * baseline x86-64, and the loader picks one for the host (an IFUNC; its
  * resolver needs libgcc, so the module links it: see CMakeLists.txt).
- * AVX-512's masked loads and stores let the compiler vectorize an invocation
- * loop whose accesses need no bounds compare (below) despite the kernel's
- * own `if (i < n)`; the checks and faults are the same in both. Not AVX2:
- * its masked stores (vpmaskmovd) are microcoded on AMD hosts, and the copy
- * kernel ran 2.5x slower than the scalar entry there. Define
+ * The flat loop (below) folds a kernel's guard against a constant (`if (i <
+ * n)`), and both entries vectorize it with plain loads and stores; where a
+ * kernel's stores stay conditional, AVX-512's masked loads and stores still
+ * let the compiler vectorize it (fast on Intel; on AMD Zen 4 masked stores
+ * are slow, and such a loop runs slower than the scalar one). The checks
+ * and faults are the same in both. Not AVX2: its masked stores (vpmaskmovd)
+ * are microcoded on AMD hosts, and the copy kernel ran 2.5x slower than the
+ * scalar entry there. Define
  * HAL_KERNEL_NO_CLONES to build one baseline entry. Clang (14) refuses
  * target_clones together with the visibility attribute, so a Clang build
  * (the asan and tsan presets) has the baseline entry only. */
@@ -238,21 +241,71 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 /* The 1-D loop of HAL_KERNEL for one set of writable bindings (mask m, a
  * constant here): with w[] known, a store's check is the same compare as a
  * load's at that index, and the compiler makes it once. */
-#define HAL_FLAT_CASE_(name, wx, m)                                   \
-  case m: {                                                           \
-    hal_locals k2 = k;                                                \
-    k2.w[0] = (m) & 1;                                                \
-    k2.w[1] = ((m) >> 1) & 1;                                         \
-    k2.w[2] = ((m) >> 2) & 1;                                         \
-    k2.w[3] = ((m) >> 3) & 1;                                         \
-    uint32_t g = x0 * (uint32_t)(wx);                                 \
-    /* Global ids below ghi are below lim: there, an access at the    \
-     * global id is in bounds of every binding without a compare. */  \
-    const uint32_t ghi = (uint32_t)(k2.lim < g1 ? k2.lim : g1);       \
-    for (; g < ghi; ++g) name##__body(&k2, hal_s, g, 1, 0, 0);        \
+#define HAL_FLAT_CASE_(name, wx, nc, m)                                 \
+  case m: {                                                             \
+    hal_locals k2 = k;                                                  \
+    k2.w[0] = (m) & 1;                                                  \
+    k2.w[1] = ((m) >> 1) & 1;                                           \
+    k2.w[2] = ((m) >> 2) & 1;                                           \
+    k2.w[3] = ((m) >> 3) & 1;                                           \
+    uint32_t g = x0 * (uint32_t)(wx);                                   \
+    /* Global ids below ghi are below lim: there, an access at the      \
+     * global id is in bounds of every binding without a compare. */    \
+    const uint32_t ghi = (uint32_t)(k2.lim < g1 ? k2.lim : g1);         \
+    HAL_FLAT_FAST_(name, nc)                                            \
     for (; g < (uint32_t)g1; ++g) name##__body(&k2, hal_s, g, 0, 0, 0); \
-    break;                                                            \
+    break;                                                              \
   }
+
+/* The check-free part [g, ghi) of a flat loop. `r` has bit c set when the
+ * global id g is below constant c; the loop is specialized for it and leaves
+ * as soon as g reaches one of those constants, then the next round
+ * continues with the new pattern (bits only clear as g grows, so there are
+ * at most nc + 1 rounds). Inside the loop the compiler therefore knows
+ * g < constant c for every bit of r, so a kernel's own guard such as
+ * `if (i < HAL_CONSTANT(0))` folds away: the loop has no per-invocation
+ * branch and vectorizes with plain loads and stores, as a loop without the
+ * guard would. (Without it every store is conditional: scalar code, or
+ * masked vector stores, which AMD Zen 4 executes far more slowly than plain
+ * ones.) The kernel runs exactly as before: same invocations, same order,
+ * same checks. Cost: one loop per writable mask and pattern, at most
+ * 2^nb x 2^nc copies of the body (compile-time pruned; sum3: 16 x 2).
+ * (Hand-formatted: clang-format mangles macros that expand to cases.) */
+/* clang-format off */
+#define HAL_REL_BIT_(nc, c) \
+  if ((c) < (nc)) rel |= (uint32_t)(g < k2.cst[c]) << (c);
+#define HAL_REL_STOP_(nc, r, c) \
+  ((c) < (nc) && (((r) >> (c)) & 1) && g >= k2.cst[c])
+#define HAL_REL_CASE_(name, nc, r)                                   \
+  case r:                                                            \
+    if ((r) >> (nc)) __builtin_unreachable();                        \
+    for (; g < ghi; ++g) {                                           \
+      if (HAL_REL_STOP_(nc, r, 0) || HAL_REL_STOP_(nc, r, 1) ||      \
+          HAL_REL_STOP_(nc, r, 2) || HAL_REL_STOP_(nc, r, 3))        \
+        break;                                                       \
+      name##__body(&k2, hal_s, g, 1, 0, 0);                          \
+    }                                                                \
+    break;
+#define HAL_FLAT_FAST_(name, nc)                                       \
+  while (g < ghi) {                                                    \
+    uint32_t rel = 0;                                                  \
+    HAL_REL_BIT_(nc, 0) HAL_REL_BIT_(nc, 1) HAL_REL_BIT_(nc, 2)        \
+    HAL_REL_BIT_(nc, 3)                                                \
+    switch (rel) {                                                     \
+      HAL_REL_CASE_(name, nc, 0) HAL_REL_CASE_(name, nc, 1)            \
+      HAL_REL_CASE_(name, nc, 2) HAL_REL_CASE_(name, nc, 3)            \
+      HAL_REL_CASE_(name, nc, 4) HAL_REL_CASE_(name, nc, 5)            \
+      HAL_REL_CASE_(name, nc, 6) HAL_REL_CASE_(name, nc, 7)            \
+      HAL_REL_CASE_(name, nc, 8) HAL_REL_CASE_(name, nc, 9)            \
+      HAL_REL_CASE_(name, nc, 10) HAL_REL_CASE_(name, nc, 11)          \
+      HAL_REL_CASE_(name, nc, 12) HAL_REL_CASE_(name, nc, 13)          \
+      HAL_REL_CASE_(name, nc, 14) HAL_REL_CASE_(name, nc, 15)          \
+      default:                                                         \
+        __builtin_unreachable();                                       \
+    }                                                                  \
+  }
+
+/* clang-format on */
 
 /* Exports `name`, which runs the workgroups [workgroup_begin, workgroup_end)
  * of the state in linear order (x fastest), each workgroup's invocations one
@@ -294,14 +347,22 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
               (k.w[0] | k.w[1] << 1 | k.w[2] << 2 | k.w[3] << 3) &            \
               ((1u << (nb)) - 1u);                                            \
           switch (hal_wmask) {                                                \
-            HAL_FLAT_CASE_(name, wx, 0) HAL_FLAT_CASE_(name, wx, 1)           \
-            HAL_FLAT_CASE_(name, wx, 2) HAL_FLAT_CASE_(name, wx, 3)           \
-            HAL_FLAT_CASE_(name, wx, 4) HAL_FLAT_CASE_(name, wx, 5)           \
-            HAL_FLAT_CASE_(name, wx, 6) HAL_FLAT_CASE_(name, wx, 7)           \
-            HAL_FLAT_CASE_(name, wx, 8) HAL_FLAT_CASE_(name, wx, 9)           \
-            HAL_FLAT_CASE_(name, wx, 10) HAL_FLAT_CASE_(name, wx, 11)         \
-            HAL_FLAT_CASE_(name, wx, 12) HAL_FLAT_CASE_(name, wx, 13)         \
-            HAL_FLAT_CASE_(name, wx, 14) HAL_FLAT_CASE_(name, wx, 15)         \
+            HAL_FLAT_CASE_(name, wx, nc, 0)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 1)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 2)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 3)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 4)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 5)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 6)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 7)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 8)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 9)                                   \
+            HAL_FLAT_CASE_(name, wx, nc, 10)                                  \
+            HAL_FLAT_CASE_(name, wx, nc, 11)                                  \
+            HAL_FLAT_CASE_(name, wx, nc, 12)                                  \
+            HAL_FLAT_CASE_(name, wx, nc, 13)                                  \
+            HAL_FLAT_CASE_(name, wx, nc, 14)                                  \
+            HAL_FLAT_CASE_(name, wx, nc, 15)                                  \
           }                                                                   \
         } else {                                                              \
           for (uint64_t g = (uint64_t)x0 * (wx); g < g1; ++g)                 \

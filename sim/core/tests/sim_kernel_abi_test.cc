@@ -27,6 +27,7 @@ void abi_copy_plus(hal_sim_dispatch_state* s);
 void abi_gaps(hal_sim_dispatch_state* s);
 void abi_atomic(hal_sim_dispatch_state* s);
 void abi_store_b1(hal_sim_dispatch_state* s);
+void abi_windows(hal_sim_dispatch_state* s);
 }
 
 namespace hal::sim {
@@ -113,6 +114,67 @@ TEST(SimKernelAbi, RangeOfWorkgroupsFlatRunsExactlyThoseWithTheirIds) {
                     ran ? x * 1000 + l + 1 + 1000000 * (y + 10 * z) : kUnset)
               << "range [" << begin << ", " << end << ") workgroup " << wg
               << " invocation " << l;
+        }
+      }
+    }
+  }
+}
+
+// Kernel guards against constants (`if (i < HAL_CONSTANT(c))`) fold in the
+// flat loop, which runs its check-free part in rounds split where the global
+// id reaches a constant: every range of workgroups, with constants before,
+// at, inside and after it (and at workgroup edges), a read-only or writable
+// input, and an input shorter than the grid (its reads past the end fault
+// and read 0), gives exactly the invocations' results and the first fault.
+TEST(SimKernelAbi, GuardsAgainstConstantsGiveEveryInvocationsResult) {
+  const uint32_t count[3] = {5, 1, 1};
+  const uint32_t kIds = 5 * 64;
+  const uint32_t values[] = {0,   1,   63,  64,  65,         100,
+                             191, 250, 320, 400, 0xFFFFFFFFu};
+  for (uint32_t in_len : {kIds, 250u}) {
+    for (uint32_t in_flags : {HAL_SIM_BINDING_READ_ONLY, 0u}) {
+      for (uint32_t c0 : values) {
+        for (uint32_t c1 : values) {
+          for (uint32_t c2 : values) {
+            for (uint64_t begin = 0; begin < 5; ++begin) {
+              for (uint64_t end = begin + 1; end <= 5; ++end) {
+                U32s in(in_len), out(kIds, kUnset);
+                for (uint32_t i = 0; i < in_len; ++i) in[i] = 1000 + 3 * i;
+                Call c({&in, &out}, {in_flags, 0}, {c0, c1, c2}, count, kFlat,
+                       begin, end);
+                c.Run(abi_windows);
+                uint64_t first_bad_read = ~uint64_t{0};
+                for (uint32_t i = 0; i < kIds; ++i) {
+                  uint32_t want = kUnset;
+                  const bool ran = i >= begin * 64 && i < end * 64;
+                  if (ran && i >= c0) {
+                    if (i < c1) {
+                      const bool in_bounds = i < in_len;
+                      if (!in_bounds && first_bad_read == ~uint64_t{0}) {
+                        first_bad_read = i;
+                      }
+                      want = (in_bounds ? in[i] : 0u) + 1u;
+                    } else {
+                      want = i < c2 ? 2 * i : c2 + 5u;
+                    }
+                  }
+                  ASSERT_EQ(out[i], want)
+                      << "id " << i << " constants " << c0 << ", " << c1 << ", "
+                      << c2 << " range [" << begin << ", " << end
+                      << ") input length " << in_len << " flags " << in_flags;
+                }
+                if (first_bad_read == ~uint64_t{0}) {
+                  ASSERT_EQ(c.state.fault, HAL_SIM_FAULT_NONE);
+                } else {
+                  ASSERT_EQ(c.state.fault, HAL_SIM_FAULT_READ_OUT_OF_BOUNDS);
+                  ASSERT_EQ(c.state.fault_binding, 0u);
+                  ASSERT_EQ(c.state.fault_offset, first_bad_read * 4);
+                  ASSERT_EQ(c.state.fault_workgroup_id[0], first_bad_read / 64);
+                  ASSERT_EQ(c.state.fault_local_id[0], first_bad_read % 64);
+                }
+              }
+            }
+          }
         }
       }
     }

@@ -52,3 +52,19 @@ HAL_KERNEL_END
 HAL_KERNEL(abi_store_b1, 2, 0, 1, 1, 1)
   HAL_STORE(1, 0, 5u);
 HAL_KERNEL_END
+
+/* Guards against constants on both sides (the flat loop specializes its
+ * check-free part for which constants the global id is below): for global
+ * id i, nothing below c0; b1[i] = b0[i] + 1 below c1; 2 * i below c2;
+ * c2 + 5 from c2 on. */
+HAL_KERNEL(abi_windows, 2, 3, 64, 1, 1)
+  uint i = HAL_GLOBAL_ID_X;
+  if (i < HAL_CONSTANT(0)) return;
+  if (i < HAL_CONSTANT(1)) {
+    HAL_STORE(1, i, HAL_LOAD(0, i) + 1u);
+  } else if (i < HAL_CONSTANT(2)) {
+    HAL_STORE(1, i, 2u * i);
+  } else {
+    HAL_STORE(1, i, HAL_CONSTANT(2) + 5u);
+  }
+HAL_KERNEL_END
