@@ -416,27 +416,16 @@ ze_result_t SimAppendLaunchKernelIndirect(ze_command_list_handle_t h,
   Command c;
   c.op.name = "kernel_indirect";
   c.op.read = hal::sim::Range::Of(where, sizeof(ze_group_count_t));
-  // KernelLaunchOp read the arguments now; capture a launch at run time
-  // with the same arguments (it re-reads them from the kernel, which the
-  // kernel holds until then), so build it from a snapshot.
-  std::vector<uint64_t> values = kernel->values;
-  c.op.run = [kernel, dev, where, values] {
+  // The arguments are read now (as for a direct launch); the grid when the
+  // launch runs.
+  KernelArgs args = ReadKernelArgs(kernel);
+  engine::Kernel* native = &kernel->native;
+  c.op.run = [native, dev, where, args] {
     ze_group_count_t g;
     std::memcpy(&g, reinterpret_cast<const void*>(where), sizeof(g));
     const uint32_t grid[3] = {g.groupCountX, g.groupCountY, g.groupCountZ};
     if (!grid[0] || !grid[1] || !grid[2]) return;  // an empty launch
-    std::vector<uintptr_t> pointers;
-    std::vector<uint32_t> constants;
-    const hal_sim_kernel_info* info = kernel->native.info;
-    for (uint32_t i = 0; i < info->binding_count; ++i) {
-      pointers.push_back(static_cast<uintptr_t>(values[i]));
-    }
-    for (uint32_t i = 0; i < info->constant_count; ++i) {
-      constants.push_back(
-          static_cast<uint32_t>(values[info->binding_count + i]));
-    }
-    E().KernelWork(&dev->domain, &kernel->native, grid, std::move(pointers),
-                   std::move(constants))();
+    E().KernelWork(&dev->domain, native, grid, args.pointers, args.constants)();
   };
   c.holds.push_back(kernel);
   return Append(list, "zeCommandListAppendLaunchKernelIndirect", std::move(c),

@@ -158,6 +158,14 @@ struct Kernel : Tracked {
   std::vector<bool> set;
 };
 
+// A kernel's arguments as the engine's kernel ABI takes them (its set
+// values: the bindings' pointers, then the constants).
+struct KernelArgs {
+  std::vector<uintptr_t> pointers;
+  std::vector<uint32_t> constants;
+};
+KernelArgs ReadKernelArgs(const Kernel* kernel);
+
 // The work of a kernel launch over `grid` groups, its arguments read now.
 // `call` names the entry point in messages.
 ze_result_t KernelLaunchOp(Kernel* kernel, Device* device,

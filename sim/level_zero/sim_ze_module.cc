@@ -388,6 +388,19 @@ ze_result_t SimKernelGetName(ze_kernel_handle_t h, size_t* size, char* name) {
 
 namespace hal::sim::ze {
 
+KernelArgs ReadKernelArgs(const Kernel* k) {
+  const hal_sim_kernel_info* info = k->native.info;
+  KernelArgs args;
+  for (uint32_t i = 0; i < info->binding_count; ++i) {
+    args.pointers.push_back(static_cast<uintptr_t>(k->values[i]));
+  }
+  for (uint32_t i = 0; i < info->constant_count; ++i) {
+    args.constants.push_back(
+        static_cast<uint32_t>(k->values[info->binding_count + i]));
+  }
+  return args;
+}
+
 ze_result_t KernelLaunchOp(Kernel* k, Device* device, const uint32_t grid[3],
                            const char* call, engine::Work* out) {
   if (!k->group_size_set) {
@@ -407,18 +420,9 @@ ze_result_t KernelLaunchOp(Kernel* k, Device* device, const uint32_t grid[3],
     *out = nullptr;  // an empty launch does nothing
     return ZE_RESULT_SUCCESS;
   }
-  const hal_sim_kernel_info* info = k->native.info;
-  std::vector<uintptr_t> pointers;
-  std::vector<uint32_t> constants;
-  for (uint32_t i = 0; i < info->binding_count; ++i) {
-    pointers.push_back(static_cast<uintptr_t>(k->values[i]));
-  }
-  for (uint32_t i = 0; i < info->constant_count; ++i) {
-    constants.push_back(
-        static_cast<uint32_t>(k->values[info->binding_count + i]));
-  }
-  *out = E().KernelWork(&device->domain, &k->native, grid, std::move(pointers),
-                        std::move(constants));
+  KernelArgs args = ReadKernelArgs(k);
+  *out = E().KernelWork(&device->domain, &k->native, grid,
+                        std::move(args.pointers), std::move(args.constants));
   return ZE_RESULT_SUCCESS;
 }
 

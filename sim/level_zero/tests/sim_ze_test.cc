@@ -452,3 +452,26 @@ TEST_F(ZeSim, RejectsMalformedSpirv) {
 }
 
 }  // namespace
+
+namespace {
+
+// Leaves an event pool alive: the simulated driver reports it at exit (its
+// own process; CTest matches the line).
+TEST(ZeSimLeakReport, LeakedPoolIsReportedAtExit) {
+  ASSERT_EQ(zeInit(0), ZE_RESULT_SUCCESS);
+  uint32_t count = 1;
+  ze_driver_handle_t driver;
+  ASSERT_EQ(zeDriverGet(&count, &driver), ZE_RESULT_SUCCESS);
+  ze_context_desc_t cd = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
+  ze_context_handle_t context;
+  ASSERT_EQ(zeContextCreate(driver, &cd, &context), ZE_RESULT_SUCCESS);
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, nullptr,
+                             ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 4};
+  ze_event_pool_handle_t pool;
+  ASSERT_EQ(zeEventPoolCreate(context, &pd, 0, nullptr, &pool),
+            ZE_RESULT_SUCCESS);
+  EXPECT_EQ(LiveHandles(), 2u);
+  ASSERT_EQ(zeContextDestroy(context), ZE_RESULT_SUCCESS);
+}
+
+}  // namespace
