@@ -36,17 +36,12 @@ StatusOr<std::shared_ptr<ZeSymbols>> ResolveZeSymbols(
   auto symbols = std::make_shared<ZeSymbols>();
   symbols->library_path = library.path();
   std::string missing_required;
-  auto resolve = [&](const char* name, void** slot, bool required) {
-    *slot = library.Symbol(name);
-    if (!*slot && required) {
-      if (!missing_required.empty()) missing_required += ", ";
-      missing_required += name;
-    }
-  };
-#define HAL_ZE_REQUIRED_SYMBOL(name) \
-  resolve(#name, reinterpret_cast<void**>(&symbols->name), true);
-#define HAL_ZE_OPTIONAL_SYMBOL(name) \
-  resolve(#name, reinterpret_cast<void**>(&symbols->name), false);
+#define HAL_ZE_REQUIRED_SYMBOL(name)                                     \
+  library.Resolve(#name, reinterpret_cast<void**>(&symbols->name), true, \
+                  &missing_required);
+#define HAL_ZE_OPTIONAL_SYMBOL(name)                                      \
+  library.Resolve(#name, reinterpret_cast<void**>(&symbols->name), false, \
+                  &missing_required);
 #include "drivers/level_zero/ze_symbols.inc"
 #undef HAL_ZE_REQUIRED_SYMBOL
 #undef HAL_ZE_OPTIONAL_SYMBOL
