@@ -165,11 +165,13 @@ TEST_F(ZeSim, DeviceToDeviceChainAcrossLists) {
   auto reset = Sym<int (*)(uint64_t)>("halsim_reset_schedule");
   auto unsignalled = Sym<uint64_t (*)()>("halsim_unsignalled_waits");
   auto work = Sym<uint64_t (*)()>("halsim_work_done");
+  auto races = Sym<uint64_t (*)()>("halsim_races");
   ASSERT_NE(reset, nullptr);
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ASSERT_EQ(reset(seed), 0);
     const uint64_t work_before = work();
+    const uint64_t races_before = races();
     constexpr size_t kBytes = 4096;
     void* dev = Device(kBytes);
     auto* host = static_cast<uint8_t*>(Host(kBytes));
@@ -192,12 +194,63 @@ TEST_F(ZeSim, DeviceToDeviceChainAcrossLists) {
     }
     EXPECT_EQ(work() - work_before, 2u);  // the fill and the copy, no more
     EXPECT_EQ(unsignalled(), 0u);
+    EXPECT_EQ(races(), races_before);  // the event orders them
     ZE_OK(zeCommandListDestroy(a));
     ZE_OK(zeCommandListDestroy(b));
     DestroyEvents(pool, ev);
     ZE_OK(zeMemFree(context_, dev));
     ZE_OK(zeMemFree(context_, host));
   }
+}
+
+// The same chain with the device-side wait left out (the planted bug of a
+// driver that forgets zeCommandListAppendWaitOnEvents): a seed sweep finds
+// schedules where the copy runs before the fill, and the race checker sees
+// the unordered fill and copy. The figures are printed for the record.
+TEST_F(ZeSim, MissingEventWaitIsCaughtBySeedSweep) {
+  auto reset = Sym<int (*)(uint64_t)>("halsim_reset_schedule");
+  auto races = Sym<uint64_t (*)()>("halsim_races");
+  ASSERT_NE(reset, nullptr);
+  ASSERT_NE(races, nullptr);
+  constexpr uint64_t kSeeds = 40;
+  uint64_t stale_seeds = 0, race_seeds = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    ASSERT_EQ(reset(seed), 0);
+    const uint64_t races_before = races();
+    constexpr size_t kBytes = 4096;
+    void* dev = Device(kBytes);
+    auto* host = static_cast<uint8_t*>(Host(kBytes));
+    std::memset(host, 0, kBytes);
+    ze_event_pool_handle_t pool;
+    std::vector<ze_event_handle_t> ev;
+    Events(2, &pool, &ev);
+    ze_command_list_handle_t a = Immediate(0), b = Immediate(1);
+    const uint32_t pattern = 0x11223344u;
+    ZE_OK(zeCommandListAppendMemoryFill(a, dev, &pattern, 4, kBytes, ev[1], 0,
+                                        nullptr));
+    // Missing: the wait for ev[1] (A's fill).
+    ZE_OK(
+        zeCommandListAppendMemoryCopy(b, host, dev, kBytes, ev[0], 0, nullptr));
+    ZE_OK(zeEventHostSynchronize(ev[0], UINT64_MAX));
+    uint32_t first;
+    std::memcpy(&first, host, 4);
+    if (first != pattern) ++stale_seeds;
+    ZE_OK(zeEventHostSynchronize(ev[1], UINT64_MAX));
+    if (races() > races_before) ++race_seeds;
+    ZE_OK(zeCommandListDestroy(a));
+    ZE_OK(zeCommandListDestroy(b));
+    DestroyEvents(pool, ev);
+    ZE_OK(zeMemFree(context_, dev));
+    ZE_OK(zeMemFree(context_, host));
+  }
+  std::printf(
+      "missing event wait: %llu of %llu seeds read stale data, %llu "
+      "reported a race\n",
+      static_cast<unsigned long long>(stale_seeds),
+      static_cast<unsigned long long>(kSeeds),
+      static_cast<unsigned long long>(race_seeds));
+  EXPECT_GT(stale_seeds + race_seeds, 0u)
+      << "no seed in 1.." << kSeeds << " exposed the missing wait";
 }
 
 // A regular list recorded once and executed twice, with a fence.
