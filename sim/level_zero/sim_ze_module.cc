@@ -1,11 +1,10 @@
 // The Level Zero skin's modules and kernels.
 //
 // A module is SPIR-V (ZE_MODULE_FORMAT_IL_SPIRV). zeModuleCreate reads its
-// instructions: every OpEntryPoint with the Kernel execution model is a
-// kernel, and its OpFunctionParameter types give each argument's size
-// (pointers 8 bytes under Physical64 addressing, integers and floats their
-// width). A kernel runs as the native (sim-format) build of the same test
-// kernel (build/<preset>/kernels/modules/*.sim.so, compiled in as
+// kernels and their argument sizes with the driver's reader
+// (drivers/level_zero/ze_spirv.h, compiled into this library too). A kernel
+// runs as the native (sim-format) build of the same test kernel
+// (build/<preset>/kernels/modules/*.sim.so, compiled in as
 // HALSIM_ZE_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it), whose
 // signature must be the SPIR-V one; the SPIR-V itself is never executed.
 // zeKernelSetGroupSize must give the native build's workgroup size.
@@ -13,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "drivers/level_zero/ze_spirv.h"
 #include "sim/engine/engine_control.h"
 #include "sim/engine/engine_kernels.h"
 #include "sim/level_zero/sim_ze_internal.h"
@@ -38,88 +38,11 @@ engine::KernelLibrary& Kernels() {
   return *kernels;
 }
 
-struct SpirvKernel {
-  std::string name;
-  std::vector<int> param_bytes;
-};
-
 struct BuildLog {
   std::string text;
 };
 
-constexpr uint32_t kSpirvMagic = 0x07230203;
-constexpr uint32_t kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypePointer = 32,
-                   kOpEntryPoint = 15, kOpFunction = 54,
-                   kOpFunctionParameter = 55, kOpFunctionEnd = 56;
-constexpr uint32_t kExecutionModelKernel = 6;
-
-// Parses the kernels of a SPIR-V module; false with a reason in `*error`.
-bool ParseSpirv(const uint8_t* bytes, size_t size,
-                std::vector<SpirvKernel>* out, std::string* error) {
-  if (size < 20 || size % 4 != 0) {
-    *error = "not SPIR-V (shorter than its header or not whole words)";
-    return false;
-  }
-  std::vector<uint32_t> w(size / 4);
-  std::memcpy(w.data(), bytes, size);
-  if (w[0] != kSpirvMagic) {
-    *error = "not SPIR-V (bad magic number)";
-    return false;
-  }
-  std::map<uint32_t, int> type_bytes;           // type id -> size in bytes
-  std::map<uint32_t, size_t> entry_ids;         // function id -> out index
-  std::map<uint32_t, std::vector<int>> params;  // function id -> sizes
-  uint32_t current_function = 0;
-  for (size_t i = 5; i < w.size();) {
-    const uint32_t count = w[i] >> 16, op = w[i] & 0xffff;
-    if (count == 0 || i + count > w.size()) {
-      *error = "truncated instruction at word " + std::to_string(i);
-      return false;
-    }
-    const uint32_t* a = &w[i + 1];
-    const uint32_t n = count - 1;
-    if (op == kOpEntryPoint && n >= 3 && a[0] == kExecutionModelKernel) {
-      const char* name = reinterpret_cast<const char*>(&a[2]);
-      size_t max = (n - 2) * 4;
-      size_t len = strnlen(name, max);
-      if (len == max) {
-        *error = "OpEntryPoint name not terminated";
-        return false;
-      }
-      entry_ids[a[1]] = out->size();
-      out->push_back({std::string(name, len), {}});
-    } else if (op == kOpTypeInt && n >= 2) {
-      type_bytes[a[0]] = static_cast<int>(a[1] / 8);
-    } else if (op == kOpTypeFloat && n >= 2) {
-      type_bytes[a[0]] = static_cast<int>(a[1] / 8);
-    } else if (op == kOpTypePointer && n >= 3) {
-      type_bytes[a[0]] = 8;
-    } else if (op == kOpFunction && n >= 4) {
-      current_function = a[1];
-      params[current_function];
-    } else if (op == kOpFunctionParameter && n >= 2 && current_function) {
-      auto t = type_bytes.find(a[0]);
-      params[current_function].push_back(t == type_bytes.end() ? -1
-                                                               : t->second);
-    } else if (op == kOpFunctionEnd) {
-      current_function = 0;
-    }
-    i += count;
-  }
-  if (out->empty()) {
-    *error = "no OpEntryPoint with the Kernel execution model";
-    return false;
-  }
-  for (const auto& [id, index] : entry_ids) {
-    auto p = params.find(id);
-    if (p == params.end()) {
-      *error = "entry point '" + (*out)[index].name + "' has no OpFunction";
-      return false;
-    }
-    (*out)[index].param_bytes = p->second;
-  }
-  return true;
-}
+using hal::level_zero::SpirvKernel;
 
 struct ModuleData : Module {
   std::vector<SpirvKernel> kernels;
@@ -153,7 +76,9 @@ ze_result_t SimModuleCreate(ze_context_handle_t context,
   auto m = std::make_unique<ModuleData>();
   m->device = dev;
   std::string error;
-  if (!ParseSpirv(desc->pInputModule, desc->inputSize, &m->kernels, &error)) {
+  if (!hal::level_zero::ParseSpirvKernels(
+          std::span<const uint8_t>(desc->pInputModule, desc->inputSize),
+          &m->kernels, &error)) {
     log->text = error;
     std::fprintf(stderr, "halsim_ze: zeModuleCreate: %s\n", error.c_str());
     finish_log();
