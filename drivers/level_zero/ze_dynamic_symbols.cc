@@ -60,6 +60,13 @@ StatusOr<std::shared_ptr<const ZeSymbols>> LoadUncached(
     const std::vector<std::string>& candidates) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<ZeSymbols> symbols,
                        ResolveZeSymbols(candidates));
+  // HAL_LEVEL_ZERO_SIM_LIBRARY names the simulated driver: the loader
+  // reads ZE_ENABLE_ALT_DRIVERS in zeInit, so it is set here (unless the
+  // caller set it), and one variable is all a replay line needs.
+  if (const char* sim = std::getenv("HAL_LEVEL_ZERO_SIM_LIBRARY");
+      sim && *sim) {
+    setenv("ZE_ENABLE_ALT_DRIVERS", sim, /*overwrite=*/0);
+  }
   ze_result_t init = symbols->zeInit(ZE_INIT_FLAG_GPU_ONLY);
   if (init != ZE_RESULT_SUCCESS) {
     return UnavailableError(

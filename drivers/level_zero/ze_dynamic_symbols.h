@@ -6,7 +6,10 @@
 // variable, then "libze_loader.so.1" and "libze_loader.so" on the loader's
 // path. Behind the loader, the GPU driver is the loader's choice: Intel's
 // by default, or the simulated driver (build/<preset>/lib/libhalsim_ze.so)
-// with ZE_ENABLE_ALT_DRIVERS=<its absolute path>.
+// with ZE_ENABLE_ALT_DRIVERS=<its absolute path>. HAL_LEVEL_ZERO_SIM_LIBRARY
+// =<that path> does the same (LoadZeSymbols sets ZE_ENABLE_ALT_DRIVERS from
+// it before zeInit when it is unset), and lets the shared tools find the
+// simulator's controls (sim/core/halsim_control_loader.h).
 //
 // zeInit runs once per process inside the loader (std::call_once): its
 // result, success or not, is this process's for good, so LoadZeSymbols
