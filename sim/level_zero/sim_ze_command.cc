@@ -1,9 +1,9 @@
 // The Level Zero skin's command queues, command lists (regular and
 // immediate), event pools, events and fences (sim_ze_internal.h).
 //
-// Commands within one list or queue run in order here (engine queues are
-// in-order); the specification lets a device overlap commands of a list
-// that no barrier or event orders, which this simulator does not explore.
+// Commands within one list or queue run in order (engine queues are
+// in-order), as Level Zero 1.4 asks unless a list is created with
+// ZE_COMMAND_LIST_FLAG_RELAXED_ORDERING (accepted and ignored here).
 #include <chrono>
 #include <cstring>
 #include <thread>
