@@ -55,6 +55,11 @@ const TypeInfo kTypes[] = {
 };
 
 enum class Kind { kAllocated, kImported, kAlloca };
+
+bool NoImport() {
+  const char* v = std::getenv("HAL_PROPERTY_NO_IMPORT");
+  return v && std::string(v) == "1";
+}
 enum class State { kReserved, kLive, kDeallocaQueued, kFreed, kDropped };
 
 struct BufModel {
@@ -187,8 +192,12 @@ struct Allocate : Cmd {
   DeviceSize alignment;
   bool gated;
   explicit Allocate(const Model& m) {
-    kind = *rc::gen::element(Kind::kAllocated, Kind::kImported, Kind::kAlloca,
-                             Kind::kAlloca);
+    // HAL_PROPERTY_NO_IMPORT=1: the device cannot import host memory
+    // (Level Zero 1.4); its check registration says so.
+    kind = NoImport() ? *rc::gen::element(Kind::kAllocated, Kind::kAlloca,
+                                          Kind::kAlloca)
+                      : *rc::gen::element(Kind::kAllocated, Kind::kImported,
+                                          Kind::kAlloca, Kind::kAlloca);
     type = *rc::gen::inRange(0, 4);
     size = *rc::gen::element<DeviceSize>(0, 1, 4, 64, 100, 256, 4096);
     alignment = kind == Kind::kImported

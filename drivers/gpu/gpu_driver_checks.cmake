@@ -10,23 +10,41 @@
 # - seed sweeps (label "long"): long.sweep.<driver>-sim[-graph];
 # - the replay check (label "replay"): <driver>-sim.replay.
 # Labels: <driver>-sim.
+#
+# Options for a driver that differs (Level Zero):
+#   NAME <name>      the device/label name instead of <driver>-sim (a second
+#                    configuration of the same driver);
+#   NO_GRAPH         the API has no graphs: no graph variants;
+#   NO_REPLAY        no replay check (the schedule does not replay yet);
+#   EXTRA_ENV a=b..  more environment for every test (validation layers,
+#                    HAL_<DRIVER>_SIM_LIBRARY when LIBRARY_VAR is not the
+#                    simulated library's own variable).
 function(hal_gpu_driver_checks)
-  cmake_parse_arguments(ARG "" "DRIVER;SIM_TARGET;LIBRARY_VAR" "" ${ARGN})
+  cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY" "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME"
+                        "EXTRA_ENV" ${ARGN})
   set(d ${ARG_DRIVER})
   set(label ${d}-sim)
-  set(lib "${ARG_LIBRARY_VAR}=$<TARGET_FILE:${ARG_SIM_TARGET}>")
-  hal_register_check_device(${d}-sim "${d}://?queues=4&command_buffer_mode=stream"
-    ${label} "${lib}")
-  hal_register_check_device(${d}-sim-graph "${d}://?queues=4&command_buffer_mode=graph"
-    ${label} "${lib}")
+  if(ARG_NAME)
+    set(label ${ARG_NAME})
+  endif()
+  set(lib "${ARG_LIBRARY_VAR}=$<TARGET_FILE:${ARG_SIM_TARGET}>" ${ARG_EXTRA_ENV})
+  hal_register_check_device(${label} "${d}://?queues=4&command_buffer_mode=stream"
+    ${label} ${lib})
+  if(NOT ARG_NO_GRAPH)
+    hal_register_check_device(${label}-graph "${d}://?queues=4&command_buffer_mode=graph"
+      ${label} ${lib})
+  endif()
   if(NOT HAL_BUILD_TESTS)
     return()
   endif()
 
   set(areas Semaphore Allocator Buffer QueueTransfer QueueAlloca Submission
       CommandBuffer File Executable Dispatch)
-  foreach(variant "${d}" "${d}://?async_allocations=0"
-                  "${d}://?command_buffer_mode=graph")
+  set(variants "${d}" "${d}://?async_allocations=0")
+  if(NOT ARG_NO_GRAPH)
+    list(APPEND variants "${d}://?command_buffer_mode=graph")
+  endif()
+  foreach(variant ${variants})
     if(variant STREQUAL "${d}")
       set(suffix "")
       set(seed 1)
@@ -48,7 +66,11 @@ function(hal_gpu_driver_checks)
   endforeach()
 
   # One simulator schedule per seed (HALSIM_SEED, set by --seeds).
-  foreach(variant "${d}" "${d}://?command_buffer_mode=graph")
+  set(variants "${d}")
+  if(NOT ARG_NO_GRAPH)
+    list(APPEND variants "${d}://?command_buffer_mode=graph")
+  endif()
+  foreach(variant ${variants})
     if(variant MATCHES "graph")
       set(suffix "-graph")
     else()
@@ -61,6 +83,9 @@ function(hal_gpu_driver_checks)
       ENVIRONMENT "${lib};HALSIM_RACES=abort")
   endforeach()
 
+  if(ARG_NAME OR ARG_NO_REPLAY)
+    return()  # a second configuration: the replay check runs once
+  endif()
   # The simulator's schedule replays through the whole driver: the suite
   # twice under one seed gives the same trace, another seed a different one.
   # Not under TSan (label "replay", not "cts"/"unit"): its slowdown stretches

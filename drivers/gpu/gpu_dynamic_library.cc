@@ -23,4 +23,13 @@ void* DynamicLibrary::Symbol(const char* name) const {
   return dlsym(handle_, name);
 }
 
+void DynamicLibrary::Resolve(const char* name, void** slot, bool required,
+                             std::string* missing) const {
+  *slot = Symbol(name);
+  if (!*slot && required) {
+    if (!missing->empty()) *missing += ", ";
+    *missing += name;
+  }
+}
+
 }  // namespace hal::gpu

@@ -24,6 +24,11 @@ class DynamicLibrary {
 
   // The symbol's address, or null when the library does not export it.
   void* Symbol(const char* name) const;
+  // Symbol(name) into `*slot`; when it is null and `required`, appends the
+  // name to `*missing` (comma-separated), for the caller's one UNAVAILABLE
+  // message naming every missing entry point.
+  void Resolve(const char* name, void** slot, bool required,
+               std::string* missing) const;
   const std::string& path() const { return path_; }
 
  private:

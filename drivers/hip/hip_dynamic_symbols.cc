@@ -45,17 +45,12 @@ StatusOr<std::shared_ptr<HipSymbols>> ResolveHipSymbols(
   auto symbols = std::make_shared<HipSymbols>();
   symbols->library_path = library.path();
   std::string missing_required;
-  auto resolve = [&](const char* name, void** slot, bool required) {
-    *slot = library.Symbol(name);
-    if (!*slot && required) {
-      if (!missing_required.empty()) missing_required += ", ";
-      missing_required += name;
-    }
-  };
-#define HAL_HIP_REQUIRED_SYMBOL(name) \
-  resolve(#name, reinterpret_cast<void**>(&symbols->name), true);
-#define HAL_HIP_OPTIONAL_SYMBOL(name) \
-  resolve(#name, reinterpret_cast<void**>(&symbols->name), false);
+#define HAL_HIP_REQUIRED_SYMBOL(name)                                    \
+  library.Resolve(#name, reinterpret_cast<void**>(&symbols->name), true, \
+                  &missing_required);
+#define HAL_HIP_OPTIONAL_SYMBOL(name)                                     \
+  library.Resolve(#name, reinterpret_cast<void**>(&symbols->name), false, \
+                  &missing_required);
 #include "drivers/hip/hip_symbols.inc"
 #undef HAL_HIP_REQUIRED_SYMBOL
 #undef HAL_HIP_OPTIONAL_SYMBOL

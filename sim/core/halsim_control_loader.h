@@ -1,8 +1,9 @@
 // Finds the halsim_control.h entry points of the simulated vendor library
 // a driver runs over, for shared tools (property tests, fuzzers) that must
-// name no driver: the library is the one HAL_<DRIVER>_LIBRARY names (the
-// drivers' convention for their vendor library's path), opened once and
-// kept loaded; dlopen of the same path returns the handle the driver gets.
+// name no driver: the library is the one HAL_<DRIVER>_SIM_LIBRARY names, or
+// else HAL_<DRIVER>_LIBRARY (the drivers' convention for their vendor
+// library's path), opened once and kept loaded; dlopen of the same path
+// returns the handle the driver (or the vendor loader) got.
 #pragma once
 
 #include <dlfcn.h>
@@ -39,8 +40,11 @@ inline const HalsimControl& FindHalsimControl(std::string_view driver) {
   for (char c : driver) {
     var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  var += "_LIBRARY";
-  const char* library = std::getenv(var.c_str());
+  // HAL_<DRIVER>_SIM_LIBRARY names the simulated library when the driver
+  // opens another library that loads it (a Level Zero loader loads its
+  // drivers itself); else the driver's own library is the simulator.
+  const char* library = std::getenv((var + "_SIM_LIBRARY").c_str());
+  if (!library || !*library) library = std::getenv((var + "_LIBRARY").c_str());
   if (!library || !*library) return it->second;
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);  // never closed
   if (!handle) return it->second;
