@@ -171,50 +171,30 @@ std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity
 }
 
 void SimDevice::Submit(std::unique_ptr<SimOp> op) {
-  {
-    std::lock_guard<std::mutex> lock(context_->mutex());
-    op->id = ++next_op_id_;
-    if (!op->accesses.empty() && context_->checking()) {
-      // A hazard with a host mapping may be found while the op is in flight
-      // (the host maps its range, or it started while a mapping was held):
-      // it fails the op, before its work when it comes in time (then the op
-      // is abandoned, as for a failed wait), else after it.
-      op->run = [run = std::move(op->run), abandon = op->abandon,
-                 context = context_, id = op->id]() -> Status {
-        auto take = [&] {
-          if (!context->has_mapping_hazards()) return OkStatus();
-          std::lock_guard<std::mutex> lock(context->mutex());
-          return context->TakeMappingHazard(id);
-        };
-        Status hazard = take();
-        if (!hazard.ok()) {
-          if (abandon) abandon(hazard);
-          return hazard;
-        }
-        Status status = run ? run() : OkStatus();
-        hazard = take();
-        return hazard.ok() ? status : hazard;
-      };
-    }
-    TraceLine line(*context_);
-    line << "submit " << op->name << "#" << op->id << " q"
-         << static_cast<uint64_t>(op->queue) << " wait[";
-    for (auto& [sem, value] : op->waits) {
-      AppendSemaphore(line, sem.get());
-      line << ">=" << value << " ";
-    }
-    line << "] signal[";
-    for (auto& [sem, value] : op->signals) {
-      AppendSemaphore(line, sem.get());
-      line << "=" << value << " ";
-    }
-    line << "]";
-    for (const SimAccess& a : op->accesses) {
-      line << (a.free ? " F#" : a.write ? " W#" : " R#") << a.buffer_id << "["
-           << a.offset << "+" << a.length << "]";
-    }
+  // Numbered and traced under the scheduler's lock, as it takes the op.
+  scheduler_->Submit(std::move(op), &SimDevice::AdmitOp, this);
+}
+
+void SimDevice::AdmitOp(void* arg, SimOp& op) {
+  auto* self = static_cast<SimDevice*>(arg);
+  op.id = ++self->next_op_id_;
+  TraceLine line(*self->context_);
+  line << "submit " << op.name << "#" << op.id << " q"
+       << static_cast<uint64_t>(op.queue) << " wait[";
+  for (auto& [sem, value] : op.waits) {
+    self->AppendSemaphore(line, sem.get());
+    line << ">=" << value << " ";
   }
-  scheduler_->Submit(std::move(op));
+  line << "] signal[";
+  for (auto& [sem, value] : op.signals) {
+    self->AppendSemaphore(line, sem.get());
+    line << "=" << value << " ";
+  }
+  line << "]";
+  for (const SimAccess& a : op.accesses) {
+    line << (a.free ? " F#" : a.write ? " W#" : " R#") << a.buffer_id << "["
+         << a.offset << "+" << a.length << "]";
+  }
 }
 
 StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,

@@ -81,6 +81,8 @@ class SimDevice final : public Device {
   std::unique_ptr<SimOp> NewOp(const char* name, QueueAffinity affinity,
                                SemaphoreList wait, SemaphoreList signal);
   void Submit(std::unique_ptr<SimOp> op);
+  // SimScheduler::AdmitHook: numbers and traces the op (context lock held).
+  static void AdmitOp(void* arg, SimOp& op);
   // Names a semaphore in the trace by a stable per-device id.
   void AppendSemaphore(TraceLine& line, Semaphore* semaphore);
 

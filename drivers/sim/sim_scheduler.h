@@ -22,11 +22,11 @@
 #include <utility>
 #include <vector>
 
+#include "drivers/sim/sim_context.h"
 #include "hal/ref.h"
 #include "hal/semaphore.h"
 #include "hal/status.h"
 #include "hal/types.h"
-#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 
@@ -99,9 +99,15 @@ struct SimOp {
 
 class SimScheduler {
  public:
+  // Called with the context lock held as an op is submitted, before anything
+  // else of it is traced and before it can run (the device numbers and
+  // traces its submission here: one lock for the device and the scheduler).
+  using AdmitHook = void (*)(void* arg, SimOp& op);
+
   virtual ~SimScheduler() = default;
   // Takes the op; never fails (an op that cannot run fails its signals).
-  virtual void Submit(std::unique_ptr<SimOp> op) = 0;
+  virtual void Submit(std::unique_ptr<SimOp> op, AdmitHook hook = nullptr,
+                      void* hook_arg = nullptr) = 0;
   // Waits until no op is in flight (including ops whose waits are unmet);
   // the deterministic scheduler runs work meanwhile.
   virtual Status WaitIdle(Timeout timeout) = 0;
