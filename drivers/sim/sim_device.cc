@@ -181,9 +181,9 @@ void SimDevice::AdmitOp(void* arg, SimOp& op) {
   TraceLine line(*self->context_);
   line << "submit " << op.name << "#" << op.id << " q"
        << static_cast<uint64_t>(op.queue) << " wait[";
-  for (auto& [sem, value] : op.waits) {
-    self->AppendSemaphore(line, sem.get());
-    line << ">=" << value << " ";
+  for (const SemaphorePoint& p : op.waits) {
+    self->AppendSemaphore(line, p.semaphore);
+    line << ">=" << p.value << " ";
   }
   line << "] signal[";
   for (auto& [sem, value] : op.signals) {

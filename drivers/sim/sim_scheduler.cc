@@ -130,7 +130,7 @@ struct Core {
 
   // Hands a live, untaken entry on to run (or to fail, when `failed`); with
   // the lock held.
-  void Dispatch(const std::shared_ptr<Entry>& entry, bool failed) {
+  void Dispatch(std::shared_ptr<Entry> entry, bool failed) {
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
     if (!failed && ctx->lost().ok() && !entry->op->accesses.empty()) {
@@ -139,11 +139,12 @@ struct Core {
       entry->began = true;
     }
     if (deterministic) {
-      ready.push_back(entry);
+      ready.push_back(std::move(entry));
       ++runnable;
       AddPumpWork(1);
     } else {
-      queues[entry->op->queue].push_back(entry);
+      const int queue = entry->op->queue;
+      queues[queue].push_back(std::move(entry));
       work_cv.notify_all();  // only the threaded workers wait on it
     }
   }
@@ -179,8 +180,7 @@ struct Core {
 
   void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op,
               SimScheduler::AdmitHook hook, void* hook_arg) {
-    auto entry = std::make_shared<Entry>();
-    entry->core = self;
+    auto entry = std::allocate_shared<Entry>(SimCacheAllocator<Entry>());
     entry->op = std::move(op);
     // Waits already reached need no timepoint (the usual case: a
     // dependency on earlier work). The others are copied: a failed wait may
@@ -191,16 +191,17 @@ struct Core {
     WaitPoint inline_waits[kInlineWaits];
     std::vector<WaitPoint> heap_waits;
     size_t unreached = 0;
-    for (const WaitPoint& w : entry->op->waits) {
-      StatusOr<uint64_t> payload = w.first->Query();
-      if (payload.ok() && *payload >= w.second) continue;
+    for (const SemaphorePoint& p : entry->op->waits) {
+      StatusOr<uint64_t> payload = p.semaphore->Query();
+      if (payload.ok() && *payload >= p.value) continue;
+      WaitPoint w(Ref<Semaphore>(p.semaphore), p.value);
       if (unreached < kInlineWaits) {
-        inline_waits[unreached] = w;
+        inline_waits[unreached] = std::move(w);
       } else {
         if (heap_waits.empty()) {
           heap_waits.assign(inline_waits, inline_waits + kInlineWaits);
         }
-        heap_waits.push_back(w);
+        heap_waits.push_back(std::move(w));
       }
       ++unreached;
     }
@@ -218,12 +219,16 @@ struct Core {
         // Every wait is reached (the usual case): no callback can come, so
         // the op is handed on here, under the lock already held, as
         // WaitResolved would after the count-down of the +1 below.
+        entry->op->waits = {};  // the caller's list, read no more
         entry->pending.store(0, std::memory_order_relaxed);
         entry->dispatched.store(true, std::memory_order_relaxed);
-        Dispatch(entry, /*failed=*/false);
+        Dispatch(std::move(entry), /*failed=*/false);
         return;
       }
     }
+    entry->op->waits = {};
+    // Only now can a callback come; it reaches the core through the entry.
+    entry->core = self;
     if (!admitted.ok()) {
       Abandon(*entry->op, admitted);
       return;

@@ -68,12 +68,100 @@ class SimSmallVector {
   size_t size_ = 0;
 };
 
+// A per-thread free list of blocks of one size, for the records every queue
+// operation allocates and frees (SimOp, the scheduler's entry): a pop and a
+// push instead of malloc and free. A thread keeps at most kMaxCached blocks
+// and frees them when it exits; a block freed on another thread than the one
+// that allocated it joins that thread's list.
+template <size_t kSize>
+class SimBlockCache {
+ public:
+  static constexpr size_t kMaxCached = 256;
+  static void* Allocate() {
+    if (!exited_) {
+      List& list = list_;
+      if (Node* n = list.head) {
+        list.head = n->next;
+        --list.count;
+        return n;
+      }
+    }
+    return ::operator new(kBlockSize);
+  }
+  static void Free(void* p) noexcept {
+    if (!exited_) {
+      List& list = list_;
+      if (list.count < kMaxCached) {
+        Node* n = static_cast<Node*>(p);
+        n->next = list.head;
+        list.head = n;
+        ++list.count;
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct Node {
+    Node* next;
+  };
+  static constexpr size_t kBlockSize =
+      kSize < sizeof(Node) ? sizeof(Node) : kSize;
+  struct List {
+    Node* head = nullptr;
+    size_t count = 0;
+    ~List() {
+      exited_ = true;  // later frees on this thread go to the heap
+      while (Node* n = head) {
+        head = n->next;
+        ::operator delete(n);
+      }
+    }
+  };
+  static inline thread_local List list_;
+  static inline thread_local bool exited_ = false;  // trivial: always valid
+};
+
+// An allocator over SimBlockCache (for std::allocate_shared).
+template <typename T>
+struct SimCacheAllocator {
+  using value_type = T;
+  SimCacheAllocator() = default;
+  template <typename U>
+  SimCacheAllocator(const SimCacheAllocator<U>&) {}
+  T* allocate(size_t n) {
+    if (n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(SimBlockCache<sizeof(T)>::Allocate());
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n != 1) return ::operator delete(p);
+    SimBlockCache<sizeof(T)>::Free(p);
+  }
+  template <typename U>
+  bool operator==(const SimCacheAllocator<U>&) const {
+    return true;
+  }
+};
+
 struct SimOp {
+  static void* operator new(size_t size) {
+    return size == sizeof(SimOp) ? SimBlockCache<sizeof(SimOp)>::Allocate()
+                                 : ::operator new(size);
+  }
+  static void operator delete(void* p, size_t size) noexcept {
+    if (size == sizeof(SimOp)) return SimBlockCache<sizeof(SimOp)>::Free(p);
+    ::operator delete(p);
+  }
+
   uint64_t id = 0;  // per device, in submission order
   const char* name = "op";
   int queue = 0;
+  // The caller's wait list, read only while it submits the op (the
+  // scheduler retains the semaphores of the waits it registers): no
+  // reference counting for the usual reached wait.
+  SemaphoreList waits;
   using Points = SimSmallVector<std::pair<Ref<Semaphore>, uint64_t>, 2>;
-  Points waits;
   Points signals;
   std::vector<SimAccess> accesses;    // for the hazard checker
   std::vector<Ref<Buffer>> retained;  // keeps `accesses` buffers alive
@@ -84,8 +172,7 @@ struct SimOp {
   std::function<void(const Status&)> abandon;
 
   void SetPoints(SemaphoreList wait, SemaphoreList signal) {
-    for (const auto& p : wait)
-      waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    waits = wait;
     for (const auto& p : signal)
       signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
   }
