@@ -36,6 +36,13 @@ class Semaphore : public RefCounted {
 
   // The current payload, or the failure status once failed.
   StatusOr<uint64_t> Query() const;
+  // Query's fast path, inline and without a StatusOr: false once failed
+  // (Query then gives the status), else true with the payload in *payload.
+  bool LoadPayload(uint64_t* payload) const {
+    if (failed_.load(std::memory_order_acquire)) return false;
+    *payload = payload_.load(std::memory_order_acquire);
+    return true;
+  }
 
   // True iff the payload reached `value` before any failure. Unlike Query, a
   // failed semaphore still answers for the values it reached before it

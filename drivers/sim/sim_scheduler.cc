@@ -192,8 +192,8 @@ struct Core {
     std::vector<WaitPoint> heap_waits;
     size_t unreached = 0;
     for (const SemaphorePoint& p : entry->op->waits) {
-      StatusOr<uint64_t> payload = p.semaphore->Query();
-      if (payload.ok() && *payload >= p.value) continue;
+      uint64_t payload;
+      if (p.semaphore->LoadPayload(&payload) && payload >= p.value) continue;
       WaitPoint w(Ref<Semaphore>(p.semaphore), p.value);
       if (unreached < kInlineWaits) {
         inline_waits[unreached] = std::move(w);

@@ -78,26 +78,21 @@ class SimBlockCache {
  public:
   static constexpr size_t kMaxCached = 256;
   static void* Allocate() {
-    if (!exited_) {
-      List& list = list_;
-      if (Node* n = list.head) {
-        list.head = n->next;
-        --list.count;
-        return n;
-      }
+    if (Node* n = head_) {
+      head_ = n->next;
+      --count_;
+      return n;
     }
     return ::operator new(kBlockSize);
   }
   static void Free(void* p) noexcept {
-    if (!exited_) {
-      List& list = list_;
-      if (list.count < kMaxCached) {
-        Node* n = static_cast<Node*>(p);
-        n->next = list.head;
-        list.head = n;
-        ++list.count;
-        return;
-      }
+    if (count_ < kMaxCached && !exited_) {
+      if (count_ == 0) reaper_.armed = true;  // constructs it: freed at exit
+      Node* n = static_cast<Node*>(p);
+      n->next = head_;
+      head_ = n;
+      ++count_;
+      return;
     }
     ::operator delete(p);
   }
@@ -108,19 +103,24 @@ class SimBlockCache {
   };
   static constexpr size_t kBlockSize =
       kSize < sizeof(Node) ? sizeof(Node) : kSize;
-  struct List {
-    Node* head = nullptr;
-    size_t count = 0;
-    ~List() {
+  // Frees the thread's list when the thread exits. The list itself is
+  // trivially destructible thread_locals, so the fast paths need no
+  // thread_local initialization check.
+  struct Reaper {
+    bool armed = false;
+    ~Reaper() {
       exited_ = true;  // later frees on this thread go to the heap
-      while (Node* n = head) {
-        head = n->next;
+      while (Node* n = head_) {
+        head_ = n->next;
         ::operator delete(n);
       }
+      count_ = 0;
     }
   };
-  static inline thread_local List list_;
-  static inline thread_local bool exited_ = false;  // trivial: always valid
+  static inline thread_local Node* head_ = nullptr;
+  static inline thread_local size_t count_ = 0;
+  static inline thread_local bool exited_ = false;
+  static inline thread_local Reaper reaper_;
 };
 
 // An allocator over SimBlockCache (for std::allocate_shared).
