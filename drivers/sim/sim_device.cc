@@ -24,6 +24,15 @@ class SimSemaphore final : public Semaphore {
   uint64_t id_;
 };
 
+// Op names, hashed into trace tokens at compile time.
+constexpr TraceToken kQueueAlloca{"queue_alloca"};
+constexpr TraceToken kQueueDealloca{"queue_dealloca"};
+constexpr TraceToken kQueueRead{"queue_read"};
+constexpr TraceToken kQueueWrite{"queue_write"};
+constexpr TraceToken kQueueExecute{"queue_execute"};
+constexpr TraceToken kQueueBarrier{"queue_barrier"};
+constexpr TraceToken kQueueHostCall{"queue_host_call"};
+
 }  // namespace
 
 StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
@@ -161,10 +170,10 @@ void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
   line << "x" << id;
 }
 
-std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity,
+std::unique_ptr<SimOp> SimDevice::NewOp(const TraceToken& name, QueueAffinity affinity,
                                         SemaphoreList wait, SemaphoreList signal) {
   auto op = std::make_unique<SimOp>();
-  op->name = name;
+  op->name = &name;
   op->queue = FirstQueue(affinity);
   op->SetPoints(wait, signal);
   return op;
@@ -179,7 +188,7 @@ void SimDevice::AdmitOp(void* arg, SimOp& op) {
   auto* self = static_cast<SimDevice*>(arg);
   op.id = ++self->next_op_id_;
   TraceLine line(*self->context_);
-  line << "submit " << op.name << "#" << op.id << " q"
+  line << "submit " << *op.name << "#" << op.id << " q"
        << static_cast<uint64_t>(op.queue) << " wait[";
   for (const SemaphorePoint& p : op.waits) {
     self->AppendSemaphore(line, p.semaphore);
@@ -204,7 +213,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
                                                  DeviceSize size) {
   HAL_ASSIGN_OR_RETURN(Ref<SimBuffer> buffer,
                        sim_allocator_->CreateReserved(params, size));
-  auto op = NewOp("queue_alloca", affinity, wait, signal);
+  auto op = NewOp(kQueueAlloca, affinity, wait, signal);
   op->run = [buffer]() -> Status {
     HAL_RETURN_IF_ERROR(buffer->Commit());
     // A dealloca may already be queued behind us; it keeps its state.
@@ -218,7 +227,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
 Status SimDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, Buffer* buffer) {
   Ref<SimBuffer> sim_buffer(static_cast<SimBuffer*>(buffer));
-  auto op = NewOp("queue_dealloca", affinity, wait, signal);
+  auto op = NewOp(kQueueDealloca, affinity, wait, signal);
   op->AddAccess(buffer, sim_buffer->id(), 0, buffer->byte_length(), true,
                 /*free=*/true);
   op->run = [sim_buffer]() -> Status {
@@ -238,7 +247,7 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
                                 SemaphoreList signal, File* source,
                                 uint64_t source_offset, Buffer* target,
                                 DeviceSize target_offset, DeviceSize length) {
-  auto op = NewOp("queue_read", affinity, wait, signal);
+  auto op = NewOp(kQueueRead, affinity, wait, signal);
   Buffer* root = target->allocated_buffer();
   DeviceSize offset = target->byte_offset() + target_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, true);
@@ -255,7 +264,7 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
                                  SemaphoreList signal, Buffer* source,
                                  DeviceSize source_offset, File* target,
                                  uint64_t target_offset, DeviceSize length) {
-  auto op = NewOp("queue_write", affinity, wait, signal);
+  auto op = NewOp(kQueueWrite, affinity, wait, signal);
   Buffer* root = source->allocated_buffer();
   DeviceSize offset = source->byte_offset() + source_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, false);
@@ -272,7 +281,7 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
                                    SemaphoreList signal,
                                    CommandBuffer* command_buffer,
                                    BindingTable bindings) {
-  auto op = NewOp(command_buffer ? "queue_execute" : "queue_barrier", affinity,
+  auto op = NewOp(command_buffer ? kQueueExecute : kQueueBarrier, affinity,
                   wait, signal);
   // An empty command buffer has no work to plan or run (planning one draws
   // nothing and traces nothing): the op is a barrier under its name.
@@ -284,7 +293,7 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
     for (const SimAccess& a : op->accesses) op->retained.emplace_back(a.buffer);
     // Keep the table's buffers alive until the work ran.
     for (const Binding& b : table) op->retained.emplace_back(b.buffer);
-    std::string label = std::string(op->name) + "#" + std::to_string(next_op_id_ + 1);
+    std::string label = std::string(op->name->view()) + "#" + std::to_string(next_op_id_ + 1);
     op->run = [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table),
                context = context_, label]() -> Status {
       std::vector<size_t> order;
@@ -301,7 +310,7 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
 
 Status SimDevice::QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, HostCallFn fn) {
-  auto op = NewOp("queue_host_call", affinity, wait, signal);
+  auto op = NewOp(kQueueHostCall, affinity, wait, signal);
   op->run = std::move(fn);
   Submit(std::move(op));
   return OkStatus();

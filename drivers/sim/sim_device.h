@@ -78,7 +78,7 @@ class SimDevice final : public Device {
             std::shared_ptr<SimContext> context);
   ~SimDevice() override;
 
-  std::unique_ptr<SimOp> NewOp(const char* name, QueueAffinity affinity,
+  std::unique_ptr<SimOp> NewOp(const TraceToken& name, QueueAffinity affinity,
                                SemaphoreList wait, SemaphoreList signal);
   void Submit(std::unique_ptr<SimOp> op);
   // SimScheduler::AdmitHook: numbers and traces the op (context lock held).

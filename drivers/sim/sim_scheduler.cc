@@ -134,8 +134,8 @@ struct Core {
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
     if (!failed && ctx->lost().ok() && !entry->op->accesses.empty()) {
-      entry->hazard =
-          ctx->BeginAccess(entry->op->id, entry->op->name, entry->op->accesses);
+      entry->hazard = ctx->BeginAccess(entry->op->id, entry->op->name->c_str(),
+                                       entry->op->accesses);
       entry->began = true;
     }
     if (deterministic) {
@@ -295,7 +295,7 @@ struct Core {
       running.clear();
       for (auto& q : queues) q.clear();
       for (auto& e : left) {
-        TraceLine(*ctx) << "abandon " << e->op->name << "#" << e->op->id << " "
+        TraceLine(*ctx) << "abandon " << *e->op->name << "#" << e->op->id << " "
                         << status.ToString();
       }
     }
@@ -344,7 +344,7 @@ struct Core {
       fault = *drawn_fault;
     } else {
       std::lock_guard<std::mutex> lock(mutex());
-      fault = ctx->OnRunOp(op.name, op.id);
+      fault = ctx->OnRunOp(op.name->c_str(), op.id);
     }
     if (!fault.ok()) return fault;
     return RunWork(op);
@@ -400,7 +400,7 @@ struct Core {
   Status CompleteLocked(Entry& entry, const Status& status) {
     if (entry.began) ctx->EndAccess(entry.op->id);
     TraceLine line(*ctx);
-    line << "t=" << ctx->now_ns() << " complete " << entry.op->name << "#"
+    line << "t=" << ctx->now_ns() << " complete " << *entry.op->name << "#"
          << entry.op->id << " ";
     if (status.ok()) {
       line << "OK";
@@ -605,7 +605,7 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         const bool waits_ok = e->failure.ok();
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
-        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name
+        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << *e->op->name
                        << "#" << e->op->id << " q"
                        << static_cast<uint64_t>(e->op->queue) << " until "
                        << e->complete_at;
@@ -648,7 +648,7 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
       // set, if at all, before the op was dispatched, and a later wait
       // callback only counts down `pending`.
       if (entry->failure.ok() && lost.ok() && entry->hazard.ok()) {
-        fault = ctx.OnRunOp(entry->op->name, entry->op->id);
+        fault = ctx.OnRunOp(entry->op->name->c_str(), entry->op->id);
       }
       // An op with no work and nothing to abandon (a barrier, an empty
       // command buffer) ends here, under the lock already held: Execute

@@ -155,7 +155,8 @@ struct SimOp {
   }
 
   uint64_t id = 0;  // per device, in submission order
-  const char* name = "op";
+  static constexpr TraceToken kDefaultName{"op"};
+  const TraceToken* name = &kDefaultName;  // a constexpr token
   int queue = 0;
   // The caller's wait list, read only while it submits the op (the
   // scheduler retains the semaphores of the waits it registers): no
