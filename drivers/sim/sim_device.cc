@@ -152,13 +152,19 @@ StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
   return CreateSimExecutableCache(options_.workers);
 }
 
-void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
+// Inline for the device's own semaphores (the usual case): the line's hash
+// stays in a register.
+inline void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
   // SimSemaphore is final: a type check is enough (dynamic_cast walks the
   // hierarchy, twice per queue operation).
-  if (typeid(*semaphore) == typeid(SimSemaphore)) {
+  if (typeid(*semaphore) == typeid(SimSemaphore)) [[likely]] {
     line << "s" << static_cast<SimSemaphore*>(semaphore)->id();
     return;
   }
+  AppendForeignSemaphore(line, semaphore);
+}
+
+void SimDevice::AppendForeignSemaphore(TraceLine& line, Semaphore* semaphore) {
   for (const auto& [sem, id] : foreign_semaphores_) {
     if (sem.get() == semaphore) {
       line << "x" << id;

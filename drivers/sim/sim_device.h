@@ -85,6 +85,7 @@ class SimDevice final : public Device {
   static void AdmitOp(void* arg, SimOp& op);
   // Names a semaphore in the trace by a stable per-device id.
   void AppendSemaphore(TraceLine& line, Semaphore* semaphore);
+  void AppendForeignSemaphore(TraceLine& line, Semaphore* semaphore);
 
   SimDeviceOptions options_;
   std::shared_ptr<SimContext> context_;

@@ -48,7 +48,10 @@ struct Entry {
   // the writer counts down `pending`; so it is final once the op is
   // dispatched, and the dispatcher may read it without the mutex.
   Status failure;
-  std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
+  // The pending timepoints; their semaphores are retained here (the op's
+  // wait list is the caller's, read only during Submit), as a queue
+  // operation retains what it waits on.
+  std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
   uint64_t complete_at = 0;
   uint64_t start_seq = 0;
@@ -246,7 +249,7 @@ struct Core {
           // came too late to be in that list, so it goes now (else it would
           // keep the entry, and through it this semaphore, alive forever).
           cancel_now = entry->waits_cancelled;
-          if (!cancel_now) entry->timepoints.emplace_back(sem.get(), id);
+          if (!cancel_now) entry->timepoints.emplace_back(sem, id);
         }
         if (cancel_now) sem->CancelTimepoint(id);
       }
@@ -255,7 +258,7 @@ struct Core {
   }
 
   static void CancelWaits(Entry& entry) {
-    std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> ids;
+    std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> ids;
     {
       std::lock_guard<std::mutex> lock(entry.mutex);
       ids.swap(entry.timepoints);

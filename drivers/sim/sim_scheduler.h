@@ -87,7 +87,10 @@ class SimBlockCache {
   }
   static void Free(void* p) noexcept {
     if (count_ < kMaxCached && !exited_) {
-      if (count_ == 0) reaper_.armed = true;  // constructs it: freed at exit
+      if (!armed_) {
+        armed_ = true;
+        reaper_.armed = true;  // constructs it: the list is freed at exit
+      }
       Node* n = static_cast<Node*>(p);
       n->next = head_;
       head_ = n;
@@ -120,6 +123,7 @@ class SimBlockCache {
   static inline thread_local Node* head_ = nullptr;
   static inline thread_local size_t count_ = 0;
   static inline thread_local bool exited_ = false;
+  static inline thread_local bool armed_ = false;
   static inline thread_local Reaper reaper_;
 };
 
