@@ -186,10 +186,10 @@ struct Core {
     auto entry = std::allocate_shared<Entry>(SimCacheAllocator<Entry>());
     entry->op = std::move(op);
     // Waits already reached need no timepoint (the usual case: a
-    // dependency on earlier work). The others are copied: a failed wait may
-    // dispatch the op, which may then run, end and be destroyed while the
-    // loop below still registers the rest. (On the stack for a few.)
-    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
+    // dependency on earlier work). The others are copied out of the
+    // caller's list, which outlives this call (the op's view of it is
+    // cleared before a wait can dispatch the op). (On the stack for a few.)
+    using WaitPoint = SemaphorePoint;
     constexpr size_t kInlineWaits = 4;
     WaitPoint inline_waits[kInlineWaits];
     std::vector<WaitPoint> heap_waits;
@@ -197,14 +197,13 @@ struct Core {
     for (const SemaphorePoint& p : entry->op->waits) {
       uint64_t payload;
       if (p.semaphore->LoadPayload(&payload) && payload >= p.value) continue;
-      WaitPoint w(Ref<Semaphore>(p.semaphore), p.value);
       if (unreached < kInlineWaits) {
-        inline_waits[unreached] = std::move(w);
+        inline_waits[unreached] = p;
       } else {
         if (heap_waits.empty()) {
           heap_waits.assign(inline_waits, inline_waits + kInlineWaits);
         }
-        heap_waits.push_back(std::move(w));
+        heap_waits.push_back(p);
       }
       ++unreached;
     }
@@ -236,8 +235,9 @@ struct Core {
       Abandon(*entry->op, admitted);
       return;
     }
-    for (auto& [sem, value] : waits) {
-      auto id = sem->NotifyAt(value, [entry](const Status& status) {
+    for (const WaitPoint& w : waits) {
+      Semaphore* sem = w.semaphore;
+      auto id = sem->NotifyAt(w.value, [entry](const Status& status) {
         entry->core->WaitResolved(entry, status);
       });
       if (id) {
@@ -249,7 +249,8 @@ struct Core {
           // came too late to be in that list, so it goes now (else it would
           // keep the entry, and through it this semaphore, alive forever).
           cancel_now = entry->waits_cancelled;
-          if (!cancel_now) entry->timepoints.emplace_back(sem, id);
+          if (!cancel_now)
+            entry->timepoints.emplace_back(Ref<Semaphore>(sem), id);
         }
         if (cancel_now) sem->CancelTimepoint(id);
       }
