@@ -39,7 +39,8 @@ StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
                               DeviceSize length, const char* what) {
   BufferState state = allocated->state();
   if (state == BufferState::kFreed) {
-    return FailedPreconditionError("%s: buffer used after its dealloca ran", what);
+    return FailedPreconditionError("%s: buffer used after its dealloca ran",
+                                   what);
   }
   uint8_t* base = allocated->host_storage();
   if (!base) {
@@ -75,13 +76,16 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
       {"queues", "memory_mb", "seed", "mode", "check", "trace", "workers",
        "fail_alloc", "alloc_fail_ppm", "fail_op", "op_fail_ppm", "slow_ppm",
        "lose_device_at"}));
-  if (uri.devices.size() > 1 || (uri.devices.size() == 1 && uri.devices[0] != "0")) {
+  if (uri.devices.size() > 1 ||
+      (uri.devices.size() == 1 && uri.devices[0] != "0")) {
     return NotFoundError("sim has one device, 'sim:0'; got '%s'",
                          uri.ToString().c_str());
   }
   SimDeviceOptions options;
-  HAL_ASSIGN_OR_RETURN(uint64_t queues, uri.GetUint("queues", 2, 1, kMaxQueues));
-  HAL_ASSIGN_OR_RETURN(uint64_t memory_mb, uri.GetUint("memory_mb", 4096, 1, 1u << 24));
+  HAL_ASSIGN_OR_RETURN(uint64_t queues,
+                       uri.GetUint("queues", 2, 1, kMaxQueues));
+  HAL_ASSIGN_OR_RETURN(uint64_t memory_mb,
+                       uri.GetUint("memory_mb", 4096, 1, 1u << 24));
   HAL_ASSIGN_OR_RETURN(options.checking, uri.GetBool("check", true));
   HAL_ASSIGN_OR_RETURN(uint64_t workers, uri.GetUint("workers", 1, 1, 64));
   HAL_ASSIGN_OR_RETURN(options.faults, SimFaultPlan::FromUri(uri));
@@ -95,7 +99,8 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
       options.mode = SimMode::kThreaded;
     } else {
       return InvalidArgumentError(
-          "sim mode '%s' is not 'deterministic' or 'threaded'", it->second.c_str());
+          "sim mode '%s' is not 'deterministic' or 'threaded'",
+          it->second.c_str());
     }
   }
   if (auto it = uri.params.find("trace"); it != uri.params.end()) {
@@ -108,7 +113,8 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
     std::random_device rd;
     options.seed = (uint64_t{rd()} << 32) ^ rd();
     canonical.params["seed"] = std::to_string(options.seed);
-    std::fprintf(stderr, "sim: no seed given; drew seed=%" PRIu64 " (replay: %s)\n",
+    std::fprintf(stderr,
+                 "sim: no seed given; drew seed=%" PRIu64 " (replay: %s)\n",
                  options.seed, canonical.ToString().c_str());
   }
   return Create(options, canonical.ToString());
@@ -131,14 +137,15 @@ StatusOr<Ref<Device>> SimDevice::Create(const SimDeviceOptions& options,
   info.properties["mode"] =
       options.mode == SimMode::kThreaded ? "threaded" : "deterministic";
   info.properties["checking"] = options.checking ? "on" : "off";
-  auto context = std::make_shared<SimContext>(options.seed, options.checking,
-                                              options.faults, options.trace_path);
+  auto context = std::make_shared<SimContext>(
+      options.seed, options.checking, options.faults, options.trace_path);
   auto allocator = SimAllocator::Create(options.device_memory_bytes, context);
   return Ref<Device>::Adopt(
       new SimDevice(std::move(info), std::move(allocator), options, context));
 }
 
-StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(uint64_t initial_value) {
+StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(
+    uint64_t initial_value) {
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(context_->mutex());
@@ -176,8 +183,10 @@ void SimDevice::AppendForeignSemaphore(TraceLine& line, Semaphore* semaphore) {
   line << "x" << id;
 }
 
-std::unique_ptr<SimOp> SimDevice::NewOp(const TraceToken& name, QueueAffinity affinity,
-                                        SemaphoreList wait, SemaphoreList signal) {
+std::unique_ptr<SimOp> SimDevice::NewOp(const TraceToken& name,
+                                        QueueAffinity affinity,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal) {
   auto op = std::make_unique<SimOp>();
   op->name = &name;
   op->queue = FirstQueue(affinity);
@@ -207,8 +216,10 @@ void SimDevice::AdmitOp(void* arg, SimOp& op) {
   }
   line << "]";
   for (const SimAccess& a : op.accesses) {
-    line << (a.free ? " F#" : a.write ? " W#" : " R#") << a.buffer_id << "["
-         << a.offset << "+" << a.length << "]";
+    line << (a.free    ? " F#"
+             : a.write ? " W#"
+                       : " R#")
+         << a.buffer_id << "[" << a.offset << "+" << a.length << "]";
   }
 }
 
@@ -259,7 +270,8 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
   op->AddAccess(root, SimBufferId(root), offset, length, true);
   op->run = [file = Ref<File>(source), root, source_offset, offset,
              length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_read"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p,
+                         SimStorage(root, offset, length, "queue_read"));
     return file->Read(source_offset, p, length);
   };
   Submit(std::move(op));
@@ -276,7 +288,8 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
   op->AddAccess(root, SimBufferId(root), offset, length, false);
   op->run = [file = Ref<File>(target), root, offset, target_offset,
              length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_write"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p,
+                         SimStorage(root, offset, length, "queue_write"));
     return file->Write(target_offset, p, length);
   };
   Submit(std::move(op));
@@ -299,13 +312,16 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
     for (const SimAccess& a : op->accesses) op->retained.emplace_back(a.buffer);
     // Keep the table's buffers alive until the work ran.
     for (const Binding& b : table) op->retained.emplace_back(b.buffer);
-    std::string label = std::string(op->name->view()) + "#" + std::to_string(next_op_id_ + 1);
-    op->run = [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table),
-               context = context_, label]() -> Status {
+    std::string label =
+        std::string(op->name->view()) + "#" + std::to_string(next_op_id_ + 1);
+    op->run = [cb = Ref<CommandBuffer>(command_buffer),
+               table = std::move(table), context = context_,
+               label]() -> Status {
       std::vector<size_t> order;
       {
         std::lock_guard<std::mutex> lock(context->mutex());
-        HAL_ASSIGN_OR_RETURN(order, PlanCommandBuffer(*cb, table, label, *context));
+        HAL_ASSIGN_OR_RETURN(order,
+                             PlanCommandBuffer(*cb, table, label, *context));
       }
       return ExecuteCommandBuffer(*cb, table, order);
     };
@@ -342,7 +358,9 @@ Status RegisterSimDriver(DriverRegistry* registry) {
     info.queue_count = 2;
     return std::vector<DeviceInfo>{info};
   };
-  factory.try_create = [](const DeviceUri& uri) { return SimDevice::Create(uri); };
+  factory.try_create = [](const DeviceUri& uri) {
+    return SimDevice::Create(uri);
+  };
   return registry->Register(std::move(factory));
 }
 

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "hal/device.h"
-#include "hal/driver.h"
 #include "drivers/sim/sim_allocator.h"
 #include "drivers/sim/sim_context.h"
 #include "drivers/sim/sim_scheduler.h"
+#include "hal/device.h"
+#include "hal/driver.h"
 
 namespace hal::sim {
 
@@ -52,7 +52,8 @@ class SimDevice final : public Device {
   StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
   StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
   StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
-                                        SemaphoreList wait, SemaphoreList signal,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal,
                                         const BufferParams& params,
                                         DeviceSize size) override;
   Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
