@@ -9,6 +9,8 @@ int Device::FirstQueue(QueueAffinity affinity) {
   return affinity ? std::countr_zero(affinity) : 0;
 }
 
+// The usual case (valid lists, no failed semaphore) is one pass over each
+// list with inline payload loads; the messages are found by the slow path.
 Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
                              SemaphoreList signal,
                              QueueAffinity* out_affinity) const {
@@ -18,8 +20,12 @@ Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
         "queue affinity 0x%llx selects none of the device's %d queue(s)",
         (unsigned long long)affinity, queue_count());
   }
-  HAL_RETURN_IF_ERROR(ValidateSemaphoreList(wait, "wait"));
-  HAL_RETURN_IF_ERROR(ValidateSemaphoreList(signal, "signal"));
+  for (const SemaphorePoint& p : wait) {
+    if (!p.semaphore) return ValidateSemaphoreList(wait, "wait");
+  }
+  for (const SemaphorePoint& p : signal) {
+    if (!p.semaphore) return ValidateSemaphoreList(signal, "signal");
+  }
   for (size_t i = 0; i < signal.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (signal[j].semaphore == signal[i].semaphore) {
@@ -30,12 +36,13 @@ Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
       }
     }
     // A failed semaphore is no misuse: the signal will simply not happen.
-    StatusOr<uint64_t> payload = signal[i].semaphore->Query();
-    if (payload.ok() && signal[i].value <= *payload) {
+    uint64_t payload;
+    if (signal[i].semaphore->LoadPayload(&payload) &&
+        signal[i].value <= payload) {
       return InvalidArgumentError(
           "signal semaphore %zu: value %llu is not above its current payload "
           "%llu",
-          i, (unsigned long long)signal[i].value, (unsigned long long)*payload);
+          i, (unsigned long long)signal[i].value, (unsigned long long)payload);
     }
   }
   *out_affinity = masked;
@@ -44,8 +51,11 @@ Status Device::ValidateQueue(QueueAffinity affinity, SemaphoreList wait,
 
 Status Device::FailedWait(SemaphoreList wait) {
   for (const SemaphorePoint& p : wait) {
-    StatusOr<uint64_t> payload = p.semaphore->Query();
-    if (!payload.ok()) return payload.status();
+    uint64_t payload;
+    if (!p.semaphore->LoadPayload(&payload)) {
+      StatusOr<uint64_t> failed = p.semaphore->Query();
+      if (!failed.ok()) return failed.status();
+    }
   }
   return OkStatus();
 }

@@ -258,12 +258,24 @@ Status Semaphore::Signal(uint64_t value) {
     // Another signal may have raised the payload further meanwhile; fire
     // everything that is reached now.
     const uint64_t reached = payload_.load(std::memory_order_seq_cst);
-    auto split = std::stable_partition(
-        timepoints_.begin(), timepoints_.end(),
-        [reached](const Timepoint& tp) { return tp.value > reached; });
-    std::move(split, timepoints_.end(), std::back_inserter(fired));
-    timepoints_.erase(split, timepoints_.end());
-    if (timepoints_.empty()) {
+    if (reached >= min_pending_) {
+      // Fired in registration order; the others keep theirs.
+      uint64_t min = UINT64_MAX;
+      for (size_t i = first_live_; i < timepoints_.size(); ++i) {
+        Timepoint& tp = timepoints_[i];
+        if (!tp.live) continue;
+        if (tp.value <= reached) {
+          fired.push_back(std::move(tp));
+          tp.live = false;
+          --live_timepoints_;
+        } else if (tp.value < min) {
+          min = tp.value;
+        }
+      }
+      min_pending_ = min;
+      DropDeadTimepoints();
+    }
+    if (live_timepoints_ == 0) {
       slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
     }
   }
@@ -289,9 +301,13 @@ void Semaphore::Fail(Status status) {
     // collected its timepoints: those values were reached before the
     // failure, so they fire OK, as they would have a moment earlier.
     for (Timepoint& tp : timepoints_) {
+      if (!tp.live) continue;
       (tp.value <= failed_payload_ ? reached : fired).push_back(std::move(tp));
     }
     timepoints_.clear();
+    live_timepoints_ = 0;
+    first_live_ = 0;
+    min_pending_ = UINT64_MAX;
     slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
   }
   if (slow_.load(std::memory_order_seq_cst) >= kSleeper) WakeSleepers();
@@ -398,9 +414,11 @@ Semaphore::TimepointId Semaphore::NotifyAt(uint64_t value,
       if (payload_.load(std::memory_order_seq_cst) < value) {
         TimepointId id = next_id_++;
         timepoints_.push_back(Timepoint{id, value, std::move(callback)});
+        ++live_timepoints_;
+        if (value < min_pending_) min_pending_ = value;
         return id;
       }
-      if (timepoints_.empty()) {
+      if (live_timepoints_ == 0) {
         slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
       }
     }
@@ -413,19 +431,45 @@ Semaphore::TimepointId Semaphore::NotifyAt(uint64_t value,
 bool Semaphore::CancelTimepoint(TimepointId id) {
   if (id == 0) return false;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find_if(timepoints_.begin(), timepoints_.end(),
-                         [id](const Timepoint& tp) { return tp.id == id; });
-  if (it == timepoints_.end()) return false;
-  timepoints_.erase(it);
-  if (timepoints_.empty()) {
+  // Ids increase in registration order, which the slots keep.
+  auto it = std::lower_bound(
+      timepoints_.begin() + first_live_, timepoints_.end(), id,
+      [](const Timepoint& tp, TimepointId v) { return tp.id < v; });
+  if (it == timepoints_.end() || it->id != id || !it->live) return false;
+  it->live = false;
+  it->callback = nullptr;  // its captures go now, as before
+  --live_timepoints_;
+  // min_pending_ stays a lower bound.
+  DropDeadTimepoints();
+  if (live_timepoints_ == 0) {
     slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
   }
   return true;
 }
 
+void Semaphore::DropDeadTimepoints() {
+  if (live_timepoints_ == 0) {
+    timepoints_.clear();
+    first_live_ = 0;
+    min_pending_ = UINT64_MAX;
+    return;
+  }
+  while (!timepoints_[first_live_].live) ++first_live_;
+  const size_t dead = timepoints_.size() - live_timepoints_;
+  if (dead < 16 || dead <= live_timepoints_) return;
+  size_t w = 0;
+  for (size_t r = first_live_; r < timepoints_.size(); ++r) {
+    if (!timepoints_[r].live) continue;
+    if (w != r) timepoints_[w] = std::move(timepoints_[r]);
+    ++w;
+  }
+  timepoints_.erase(timepoints_.begin() + w, timepoints_.end());
+  first_live_ = 0;
+}
+
 size_t Semaphore::pending_timepoint_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return timepoints_.size();
+  return live_timepoints_;
 }
 
 Status ValidateSemaphoreList(SemaphoreList points, const char* what) {

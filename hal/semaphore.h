@@ -36,6 +36,13 @@ class Semaphore : public RefCounted {
 
   // The current payload, or the failure status once failed.
   StatusOr<uint64_t> Query() const;
+  // Query's fast path, inline and without a StatusOr: false once failed
+  // (Query then gives the status), else true with the payload in *payload.
+  bool LoadPayload(uint64_t* payload) const {
+    if (failed_.load(std::memory_order_acquire)) return false;
+    *payload = payload_.load(std::memory_order_acquire);
+    return true;
+  }
 
   // True iff the payload reached `value` before any failure. Unlike Query, a
   // failed semaphore still answers for the values it reached before it
@@ -91,7 +98,11 @@ class Semaphore : public RefCounted {
     TimepointId id;
     uint64_t value;
     TimepointCallback callback;
+    bool live = true;  // false: fired or cancelled, a slot kept for now
   };
+  // Under the mutex: skips the dead prefix of `timepoints_`, and drops the
+  // dead slots (keeping the order) once they outnumber the live ones.
+  void DropDeadTimepoints();
   // Fires (outside the lock) the callbacks taken out of `timepoints_`.
   static void Fire(std::vector<Timepoint>& fired, const Status& status);
 
@@ -123,7 +134,16 @@ class Semaphore : public RefCounted {
   // The payload when the failure landed (read under the mutex, after
   // `failed_` was set): values at or below it were reached before it.
   uint64_t failed_payload_ = 0;
+  // Pending timepoints in registration order (ids increase). A fired or
+  // cancelled one stays as a dead slot until dead slots outnumber live ones,
+  // so that removing one moves no others: a chain of waits on one timeline,
+  // fired oldest first, costs O(1) moves per signal, not O(pending).
   std::vector<Timepoint> timepoints_;
+  size_t live_timepoints_ = 0;
+  size_t first_live_ = 0;  // no live slot before this index
+  // At most the smallest live value: a Signal below it fires nothing and
+  // skips the scan.
+  uint64_t min_pending_ = UINT64_MAX;
   std::function<void()> signal_race_hook_;
   TimepointId next_id_ = 1;
 };

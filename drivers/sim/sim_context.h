@@ -88,6 +88,44 @@ HAL_SIM_TRACE_INLINE uint64_t TraceMixBytes(uint64_t h, const char* p,
   return n == 0 ? h : TraceMix(h, TraceTailWord(p, n));
 }
 
+// A text token whose hash words are computed once, at compile time (op
+// names): mixing it is mixing its text (TraceMixBytes) without the length
+// scan and the byte loop. Make these constexpr.
+class TraceToken {
+ public:
+  constexpr explicit TraceToken(const char* text)
+      : text_(text), size_(std::char_traits<char>::length(text)) {
+    size_t n = size_;
+    if (n < 8) {
+      words_[count_++] = Word(text, n) | (uint64_t{n} << 56);
+      return;
+    }
+    words_[count_++] = 0x7478740000000000ull ^ n;  // as TraceMixBytes
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) words_[count_++] = Word(text + i, 8);
+    if (i != n) words_[count_++] = Word(text + i, n - i);
+  }
+  const char* c_str() const { return text_; }
+  std::string_view view() const { return std::string_view(text_, size_); }
+  const uint64_t* words() const { return words_; }
+  size_t word_count() const { return count_; }
+
+ private:
+  // Up to 8 bytes, little-endian (as TraceTailWord and TraceMixBytes).
+  static constexpr uint64_t Word(const char* p, size_t n) {
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; ++i) {
+      w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+    }
+    return w;
+  }
+  const char* text_;
+  size_t size_;
+  // A text past 40 bytes does not fit: a compile error for a constexpr one.
+  uint64_t words_[6] = {};
+  size_t count_ = 0;
+};
+
 // Builds one trace line: mixes its tokens into the trace hash and, when
 // the trace text is kept, appends them to the context's reusable buffer (no
 // allocation once warm). The line counts when destroyed. Use with the
@@ -107,6 +145,13 @@ class TraceLine {
   template <size_t N>
   HAL_SIM_TRACE_INLINE TraceLine& operator<<(const char (&text)[N]) {
     return *this << std::string_view(text);
+  }
+  HAL_SIM_TRACE_INLINE TraceLine& operator<<(const TraceToken& token) {
+    for (size_t i = 0; i < token.word_count(); ++i) {
+      hash_ = TraceMix(hash_, token.words()[i]);
+    }
+    if (text_) AppendText(token.view());
+    return *this;
   }
   HAL_SIM_TRACE_INLINE TraceLine& operator<<(uint64_t value) {
     hash_ = TraceMix(hash_ ^ 0x6E756D, value);  // "num" tag

@@ -24,13 +24,23 @@ class SimSemaphore final : public Semaphore {
   uint64_t id_;
 };
 
+// Op names, hashed into trace tokens at compile time.
+constexpr TraceToken kQueueAlloca{"queue_alloca"};
+constexpr TraceToken kQueueDealloca{"queue_dealloca"};
+constexpr TraceToken kQueueRead{"queue_read"};
+constexpr TraceToken kQueueWrite{"queue_write"};
+constexpr TraceToken kQueueExecute{"queue_execute"};
+constexpr TraceToken kQueueBarrier{"queue_barrier"};
+constexpr TraceToken kQueueHostCall{"queue_host_call"};
+
 }  // namespace
 
 StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
                               DeviceSize length, const char* what) {
   BufferState state = allocated->state();
   if (state == BufferState::kFreed) {
-    return FailedPreconditionError("%s: buffer used after its dealloca ran", what);
+    return FailedPreconditionError("%s: buffer used after its dealloca ran",
+                                   what);
   }
   uint8_t* base = allocated->host_storage();
   if (!base) {
@@ -66,13 +76,16 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
       {"queues", "memory_mb", "seed", "mode", "check", "trace", "workers",
        "fail_alloc", "alloc_fail_ppm", "fail_op", "op_fail_ppm", "slow_ppm",
        "lose_device_at"}));
-  if (uri.devices.size() > 1 || (uri.devices.size() == 1 && uri.devices[0] != "0")) {
+  if (uri.devices.size() > 1 ||
+      (uri.devices.size() == 1 && uri.devices[0] != "0")) {
     return NotFoundError("sim has one device, 'sim:0'; got '%s'",
                          uri.ToString().c_str());
   }
   SimDeviceOptions options;
-  HAL_ASSIGN_OR_RETURN(uint64_t queues, uri.GetUint("queues", 2, 1, kMaxQueues));
-  HAL_ASSIGN_OR_RETURN(uint64_t memory_mb, uri.GetUint("memory_mb", 4096, 1, 1u << 24));
+  HAL_ASSIGN_OR_RETURN(uint64_t queues,
+                       uri.GetUint("queues", 2, 1, kMaxQueues));
+  HAL_ASSIGN_OR_RETURN(uint64_t memory_mb,
+                       uri.GetUint("memory_mb", 4096, 1, 1u << 24));
   HAL_ASSIGN_OR_RETURN(options.checking, uri.GetBool("check", true));
   HAL_ASSIGN_OR_RETURN(uint64_t workers, uri.GetUint("workers", 1, 1, 64));
   HAL_ASSIGN_OR_RETURN(options.faults, SimFaultPlan::FromUri(uri));
@@ -86,7 +99,8 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
       options.mode = SimMode::kThreaded;
     } else {
       return InvalidArgumentError(
-          "sim mode '%s' is not 'deterministic' or 'threaded'", it->second.c_str());
+          "sim mode '%s' is not 'deterministic' or 'threaded'",
+          it->second.c_str());
     }
   }
   if (auto it = uri.params.find("trace"); it != uri.params.end()) {
@@ -99,7 +113,8 @@ StatusOr<Ref<Device>> SimDevice::Create(const DeviceUri& uri) {
     std::random_device rd;
     options.seed = (uint64_t{rd()} << 32) ^ rd();
     canonical.params["seed"] = std::to_string(options.seed);
-    std::fprintf(stderr, "sim: no seed given; drew seed=%" PRIu64 " (replay: %s)\n",
+    std::fprintf(stderr,
+                 "sim: no seed given; drew seed=%" PRIu64 " (replay: %s)\n",
                  options.seed, canonical.ToString().c_str());
   }
   return Create(options, canonical.ToString());
@@ -122,14 +137,15 @@ StatusOr<Ref<Device>> SimDevice::Create(const SimDeviceOptions& options,
   info.properties["mode"] =
       options.mode == SimMode::kThreaded ? "threaded" : "deterministic";
   info.properties["checking"] = options.checking ? "on" : "off";
-  auto context = std::make_shared<SimContext>(options.seed, options.checking,
-                                              options.faults, options.trace_path);
+  auto context = std::make_shared<SimContext>(
+      options.seed, options.checking, options.faults, options.trace_path);
   auto allocator = SimAllocator::Create(options.device_memory_bytes, context);
   return Ref<Device>::Adopt(
       new SimDevice(std::move(info), std::move(allocator), options, context));
 }
 
-StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(uint64_t initial_value) {
+StatusOr<Ref<Semaphore>> SimDevice::CreateSemaphoreImpl(
+    uint64_t initial_value) {
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(context_->mutex());
@@ -143,13 +159,19 @@ StatusOr<Ref<ExecutableCache>> SimDevice::CreateExecutableCacheImpl() {
   return CreateSimExecutableCache(options_.workers);
 }
 
-void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
+// Inline for the device's own semaphores (the usual case): the line's hash
+// stays in a register.
+inline void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
   // SimSemaphore is final: a type check is enough (dynamic_cast walks the
   // hierarchy, twice per queue operation).
-  if (typeid(*semaphore) == typeid(SimSemaphore)) {
+  if (typeid(*semaphore) == typeid(SimSemaphore)) [[likely]] {
     line << "s" << static_cast<SimSemaphore*>(semaphore)->id();
     return;
   }
+  AppendForeignSemaphore(line, semaphore);
+}
+
+void SimDevice::AppendForeignSemaphore(TraceLine& line, Semaphore* semaphore) {
   for (const auto& [sem, id] : foreign_semaphores_) {
     if (sem.get() == semaphore) {
       line << "x" << id;
@@ -161,60 +183,44 @@ void SimDevice::AppendSemaphore(TraceLine& line, Semaphore* semaphore) {
   line << "x" << id;
 }
 
-std::unique_ptr<SimOp> SimDevice::NewOp(const char* name, QueueAffinity affinity,
-                                        SemaphoreList wait, SemaphoreList signal) {
+std::unique_ptr<SimOp> SimDevice::NewOp(const TraceToken& name,
+                                        QueueAffinity affinity,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal) {
   auto op = std::make_unique<SimOp>();
-  op->name = name;
+  op->name = &name;
   op->queue = FirstQueue(affinity);
   op->SetPoints(wait, signal);
   return op;
 }
 
 void SimDevice::Submit(std::unique_ptr<SimOp> op) {
-  {
-    std::lock_guard<std::mutex> lock(context_->mutex());
-    op->id = ++next_op_id_;
-    if (!op->accesses.empty() && context_->checking()) {
-      // A hazard with a host mapping may be found while the op is in flight
-      // (the host maps its range, or it started while a mapping was held):
-      // it fails the op, before its work when it comes in time (then the op
-      // is abandoned, as for a failed wait), else after it.
-      op->run = [run = std::move(op->run), abandon = op->abandon,
-                 context = context_, id = op->id]() -> Status {
-        auto take = [&] {
-          if (!context->has_mapping_hazards()) return OkStatus();
-          std::lock_guard<std::mutex> lock(context->mutex());
-          return context->TakeMappingHazard(id);
-        };
-        Status hazard = take();
-        if (!hazard.ok()) {
-          if (abandon) abandon(hazard);
-          return hazard;
-        }
-        Status status = run ? run() : OkStatus();
-        hazard = take();
-        return hazard.ok() ? status : hazard;
-      };
-    }
-    TraceLine line(*context_);
-    line << "submit " << op->name << "#" << op->id << " q"
-         << static_cast<uint64_t>(op->queue) << " wait[";
-    for (auto& [sem, value] : op->waits) {
-      AppendSemaphore(line, sem.get());
-      line << ">=" << value << " ";
-    }
-    line << "] signal[";
-    for (auto& [sem, value] : op->signals) {
-      AppendSemaphore(line, sem.get());
-      line << "=" << value << " ";
-    }
-    line << "]";
-    for (const SimAccess& a : op->accesses) {
-      line << (a.free ? " F#" : a.write ? " W#" : " R#") << a.buffer_id << "["
-           << a.offset << "+" << a.length << "]";
-    }
+  // Numbered and traced under the scheduler's lock, as it takes the op.
+  scheduler_->Submit(std::move(op), &SimDevice::AdmitOp, this);
+}
+
+void SimDevice::AdmitOp(void* arg, SimOp& op) {
+  auto* self = static_cast<SimDevice*>(arg);
+  op.id = ++self->next_op_id_;
+  TraceLine line(*self->context_);
+  line << "submit " << *op.name << "#" << op.id << " q"
+       << static_cast<uint64_t>(op.queue) << " wait[";
+  for (const SemaphorePoint& p : op.waits) {
+    self->AppendSemaphore(line, p.semaphore);
+    line << ">=" << p.value << " ";
   }
-  scheduler_->Submit(std::move(op));
+  line << "] signal[";
+  for (auto& [sem, value] : op.signals) {
+    self->AppendSemaphore(line, sem.get());
+    line << "=" << value << " ";
+  }
+  line << "]";
+  for (const SimAccess& a : op.accesses) {
+    line << (a.free    ? " F#"
+             : a.write ? " W#"
+                       : " R#")
+         << a.buffer_id << "[" << a.offset << "+" << a.length << "]";
+  }
 }
 
 StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
@@ -224,7 +230,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
                                                  DeviceSize size) {
   HAL_ASSIGN_OR_RETURN(Ref<SimBuffer> buffer,
                        sim_allocator_->CreateReserved(params, size));
-  auto op = NewOp("queue_alloca", affinity, wait, signal);
+  auto op = NewOp(kQueueAlloca, affinity, wait, signal);
   op->run = [buffer]() -> Status {
     HAL_RETURN_IF_ERROR(buffer->Commit());
     // A dealloca may already be queued behind us; it keeps its state.
@@ -238,7 +244,7 @@ StatusOr<Ref<Buffer>> SimDevice::QueueAllocaImpl(QueueAffinity affinity,
 Status SimDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, Buffer* buffer) {
   Ref<SimBuffer> sim_buffer(static_cast<SimBuffer*>(buffer));
-  auto op = NewOp("queue_dealloca", affinity, wait, signal);
+  auto op = NewOp(kQueueDealloca, affinity, wait, signal);
   op->AddAccess(buffer, sim_buffer->id(), 0, buffer->byte_length(), true,
                 /*free=*/true);
   op->run = [sim_buffer]() -> Status {
@@ -258,13 +264,14 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
                                 SemaphoreList signal, File* source,
                                 uint64_t source_offset, Buffer* target,
                                 DeviceSize target_offset, DeviceSize length) {
-  auto op = NewOp("queue_read", affinity, wait, signal);
+  auto op = NewOp(kQueueRead, affinity, wait, signal);
   Buffer* root = target->allocated_buffer();
   DeviceSize offset = target->byte_offset() + target_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, true);
   op->run = [file = Ref<File>(source), root, source_offset, offset,
              length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_read"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p,
+                         SimStorage(root, offset, length, "queue_read"));
     return file->Read(source_offset, p, length);
   };
   Submit(std::move(op));
@@ -275,13 +282,14 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
                                  SemaphoreList signal, Buffer* source,
                                  DeviceSize source_offset, File* target,
                                  uint64_t target_offset, DeviceSize length) {
-  auto op = NewOp("queue_write", affinity, wait, signal);
+  auto op = NewOp(kQueueWrite, affinity, wait, signal);
   Buffer* root = source->allocated_buffer();
   DeviceSize offset = source->byte_offset() + source_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, false);
   op->run = [file = Ref<File>(target), root, offset, target_offset,
              length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(root, offset, length, "queue_write"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p,
+                         SimStorage(root, offset, length, "queue_write"));
     return file->Write(target_offset, p, length);
   };
   Submit(std::move(op));
@@ -292,7 +300,7 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
                                    SemaphoreList signal,
                                    CommandBuffer* command_buffer,
                                    BindingTable bindings) {
-  auto op = NewOp(command_buffer ? "queue_execute" : "queue_barrier", affinity,
+  auto op = NewOp(command_buffer ? kQueueExecute : kQueueBarrier, affinity,
                   wait, signal);
   // An empty command buffer has no work to plan or run (planning one draws
   // nothing and traces nothing): the op is a barrier under its name.
@@ -304,13 +312,16 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
     for (const SimAccess& a : op->accesses) op->retained.emplace_back(a.buffer);
     // Keep the table's buffers alive until the work ran.
     for (const Binding& b : table) op->retained.emplace_back(b.buffer);
-    std::string label = std::string(op->name) + "#" + std::to_string(next_op_id_ + 1);
-    op->run = [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table),
-               context = context_, label]() -> Status {
+    std::string label =
+        std::string(op->name->view()) + "#" + std::to_string(next_op_id_ + 1);
+    op->run = [cb = Ref<CommandBuffer>(command_buffer),
+               table = std::move(table), context = context_,
+               label]() -> Status {
       std::vector<size_t> order;
       {
         std::lock_guard<std::mutex> lock(context->mutex());
-        HAL_ASSIGN_OR_RETURN(order, PlanCommandBuffer(*cb, table, label, *context));
+        HAL_ASSIGN_OR_RETURN(order,
+                             PlanCommandBuffer(*cb, table, label, *context));
       }
       return ExecuteCommandBuffer(*cb, table, order);
     };
@@ -321,7 +332,7 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
 
 Status SimDevice::QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                                     SemaphoreList signal, HostCallFn fn) {
-  auto op = NewOp("queue_host_call", affinity, wait, signal);
+  auto op = NewOp(kQueueHostCall, affinity, wait, signal);
   op->run = std::move(fn);
   Submit(std::move(op));
   return OkStatus();
@@ -347,7 +358,9 @@ Status RegisterSimDriver(DriverRegistry* registry) {
     info.queue_count = 2;
     return std::vector<DeviceInfo>{info};
   };
-  factory.try_create = [](const DeviceUri& uri) { return SimDevice::Create(uri); };
+  factory.try_create = [](const DeviceUri& uri) {
+    return SimDevice::Create(uri);
+  };
   return registry->Register(std::move(factory));
 }
 

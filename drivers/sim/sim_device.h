@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "hal/device.h"
-#include "hal/driver.h"
 #include "drivers/sim/sim_allocator.h"
 #include "drivers/sim/sim_context.h"
 #include "drivers/sim/sim_scheduler.h"
+#include "hal/device.h"
+#include "hal/driver.h"
 
 namespace hal::sim {
 
@@ -52,7 +52,8 @@ class SimDevice final : public Device {
   StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
   StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
   StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
-                                        SemaphoreList wait, SemaphoreList signal,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal,
                                         const BufferParams& params,
                                         DeviceSize size) override;
   Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
@@ -78,11 +79,14 @@ class SimDevice final : public Device {
             std::shared_ptr<SimContext> context);
   ~SimDevice() override;
 
-  std::unique_ptr<SimOp> NewOp(const char* name, QueueAffinity affinity,
+  std::unique_ptr<SimOp> NewOp(const TraceToken& name, QueueAffinity affinity,
                                SemaphoreList wait, SemaphoreList signal);
   void Submit(std::unique_ptr<SimOp> op);
+  // SimScheduler::AdmitHook: numbers and traces the op (context lock held).
+  static void AdmitOp(void* arg, SimOp& op);
   // Names a semaphore in the trace by a stable per-device id.
   void AppendSemaphore(TraceLine& line, Semaphore* semaphore);
+  void AppendForeignSemaphore(TraceLine& line, Semaphore* semaphore);
 
   SimDeviceOptions options_;
   std::shared_ptr<SimContext> context_;

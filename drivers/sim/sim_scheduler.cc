@@ -48,7 +48,10 @@ struct Entry {
   // the writer counts down `pending`; so it is final once the op is
   // dispatched, and the dispatcher may read it without the mutex.
   Status failure;
-  std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> timepoints;
+  // The pending timepoints; their semaphores are retained here (the op's
+  // wait list is the caller's, read only during Submit), as a queue
+  // operation retains what it waits on.
+  std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> timepoints;
   // Deterministic scheduler, under Core's lock.
   uint64_t complete_at = 0;
   uint64_t start_seq = 0;
@@ -93,7 +96,12 @@ struct Core {
   // through AddPumpWork (hal/progress.h) so that they pump only when a step
   // can run something, and spin or sleep otherwise.
   int64_t runnable = 0;
-  size_t in_flight = 0;
+  // Ops submitted and not yet ended. Raised under the lock (Admit); lowered
+  // without it (Retire), which takes the lock to wake WaitIdle only when a
+  // waiter is registered in `idle_waiters` (seq_cst on both sides: either
+  // the waiter sees zero, or the last Retire sees the waiter).
+  std::atomic<size_t> in_flight{0};
+  std::atomic<int> idle_waiters{0};
   bool stopping = false;
   bool joined = false;
 
@@ -120,21 +128,36 @@ struct Core {
     // AbandonAll (device loss) took it meanwhile: it ends it, once. (Its
     // op may be gone already: check before touching it.)
     if (entry->taken) return;
+    Dispatch(entry, failed);
+  }
+
+  // Hands a live, untaken entry on to run (or to fail, when `failed`); with
+  // the lock held.
+  void Dispatch(std::shared_ptr<Entry> entry, bool failed) {
     // From now on the op may run at any moment: the checker sees it as in
     // flight, against other ops and against host mappings.
     if (!failed && ctx->lost().ok() && !entry->op->accesses.empty()) {
-      entry->hazard =
-          ctx->BeginAccess(entry->op->id, entry->op->name, entry->op->accesses);
+      entry->hazard = ctx->BeginAccess(entry->op->id, entry->op->name->c_str(),
+                                       entry->op->accesses);
       entry->began = true;
     }
     if (deterministic) {
-      ready.push_back(entry);
+      ready.push_back(std::move(entry));
       ++runnable;
       AddPumpWork(1);
     } else {
-      queues[entry->op->queue].push_back(entry);
+      const int queue = entry->op->queue;
+      queues[queue].push_back(std::move(entry));
       work_cv.notify_all();  // only the threaded workers wait on it
     }
+  }
+
+  // Counts `n` ended ops out of `in_flight`; without the lock.
+  void Retire(size_t n) {
+    if (in_flight.fetch_sub(n, std::memory_order_seq_cst) != n) return;
+    if (idle_waiters.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard<std::mutex> lock(mutex());
+    idle_cv.notify_all();
   }
 
   // Registers `entry`; with the lock held. False when it cannot be queued
@@ -144,7 +167,7 @@ struct Core {
     if (!ctx->lost().ok()) return ctx->lost();
     entry->live_index = live.size();
     live.push_back(entry);
-    ++in_flight;
+    in_flight.fetch_add(1, std::memory_order_relaxed);
     return OkStatus();
   }
 
@@ -158,29 +181,29 @@ struct Core {
     live.pop_back();
   }
 
-  void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op) {
-    auto entry = std::make_shared<Entry>();
-    entry->core = self;
+  void Submit(const std::shared_ptr<Core>& self, std::unique_ptr<SimOp> op,
+              SimScheduler::AdmitHook hook, void* hook_arg) {
+    auto entry = std::allocate_shared<Entry>(SimCacheAllocator<Entry>());
     entry->op = std::move(op);
     // Waits already reached need no timepoint (the usual case: a
-    // dependency on earlier work). The others are copied: a failed wait may
-    // dispatch the op, which may then run, end and be destroyed while the
-    // loop below still registers the rest. (On the stack for a few.)
-    using WaitPoint = std::pair<Ref<Semaphore>, uint64_t>;
+    // dependency on earlier work). The others are copied out of the
+    // caller's list, which outlives this call (the op's view of it is
+    // cleared before a wait can dispatch the op). (On the stack for a few.)
+    using WaitPoint = SemaphorePoint;
     constexpr size_t kInlineWaits = 4;
     WaitPoint inline_waits[kInlineWaits];
     std::vector<WaitPoint> heap_waits;
     size_t unreached = 0;
-    for (const WaitPoint& w : entry->op->waits) {
-      StatusOr<uint64_t> payload = w.first->Query();
-      if (payload.ok() && *payload >= w.second) continue;
+    for (const SemaphorePoint& p : entry->op->waits) {
+      uint64_t payload;
+      if (p.semaphore->LoadPayload(&payload) && payload >= p.value) continue;
       if (unreached < kInlineWaits) {
-        inline_waits[unreached] = w;
+        inline_waits[unreached] = p;
       } else {
         if (heap_waits.empty()) {
           heap_waits.assign(inline_waits, inline_waits + kInlineWaits);
         }
-        heap_waits.push_back(w);
+        heap_waits.push_back(p);
       }
       ++unreached;
     }
@@ -192,14 +215,29 @@ struct Core {
     Status admitted;
     {
       std::lock_guard<std::mutex> lock(mutex());
+      if (hook) hook(hook_arg, *entry->op);
       admitted = Admit(entry);
+      if (admitted.ok() && unreached == 0) {
+        // Every wait is reached (the usual case): no callback can come, so
+        // the op is handed on here, under the lock already held, as
+        // WaitResolved would after the count-down of the +1 below.
+        entry->op->waits = {};  // the caller's list, read no more
+        entry->pending.store(0, std::memory_order_relaxed);
+        entry->dispatched.store(true, std::memory_order_relaxed);
+        Dispatch(std::move(entry), /*failed=*/false);
+        return;
+      }
     }
+    entry->op->waits = {};
+    // Only now can a callback come; it reaches the core through the entry.
+    entry->core = self;
     if (!admitted.ok()) {
       Abandon(*entry->op, admitted);
       return;
     }
-    for (auto& [sem, value] : waits) {
-      auto id = sem->NotifyAt(value, [entry](const Status& status) {
+    for (const WaitPoint& w : waits) {
+      Semaphore* sem = w.semaphore;
+      auto id = sem->NotifyAt(w.value, [entry](const Status& status) {
         entry->core->WaitResolved(entry, status);
       });
       if (id) {
@@ -211,7 +249,8 @@ struct Core {
           // came too late to be in that list, so it goes now (else it would
           // keep the entry, and through it this semaphore, alive forever).
           cancel_now = entry->waits_cancelled;
-          if (!cancel_now) entry->timepoints.emplace_back(sem.get(), id);
+          if (!cancel_now)
+            entry->timepoints.emplace_back(Ref<Semaphore>(sem), id);
         }
         if (cancel_now) sem->CancelTimepoint(id);
       }
@@ -220,7 +259,7 @@ struct Core {
   }
 
   static void CancelWaits(Entry& entry) {
-    std::vector<std::pair<Semaphore*, Semaphore::TimepointId>> ids;
+    std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> ids;
     {
       std::lock_guard<std::mutex> lock(entry.mutex);
       ids.swap(entry.timepoints);
@@ -260,7 +299,7 @@ struct Core {
       running.clear();
       for (auto& q : queues) q.clear();
       for (auto& e : left) {
-        TraceLine(*ctx) << "abandon " << e->op->name << "#" << e->op->id << " "
+        TraceLine(*ctx) << "abandon " << *e->op->name << "#" << e->op->id << " "
                         << status.ToString();
       }
     }
@@ -276,9 +315,7 @@ struct Core {
       op.reset();
     }
     if (left.empty()) return;
-    std::lock_guard<std::mutex> lock(mutex());
-    in_flight -= left.size();
-    idle_cv.notify_all();
+    Retire(left.size());
   }
 
   // Runs the op's work (or not) and returns its status. `lost` is the
@@ -311,10 +348,34 @@ struct Core {
       fault = *drawn_fault;
     } else {
       std::lock_guard<std::mutex> lock(mutex());
-      fault = ctx->OnRunOp(op.name, op.id);
+      fault = ctx->OnRunOp(op.name->c_str(), op.id);
     }
     if (!fault.ok()) return fault;
-    return op.run ? op.run() : OkStatus();
+    return RunWork(op);
+  }
+
+  // The op's work. With the checker on, an op with buffer accesses may
+  // meet a hazard with a host mapping while it is in flight (the host maps
+  // its range, or it started while a mapping was held): that fails the op,
+  // before its work when it comes in time (then the op is abandoned, as for
+  // a failed wait), else after it.
+  Status RunWork(SimOp& op) {
+    if (op.accesses.empty() || !ctx->checking()) {
+      return op.run ? op.run() : OkStatus();
+    }
+    auto take = [&] {
+      if (!ctx->has_mapping_hazards()) return OkStatus();
+      std::lock_guard<std::mutex> lock(mutex());
+      return ctx->TakeMappingHazard(op.id);
+    };
+    Status hazard = take();
+    if (!hazard.ok()) {
+      if (op.abandon) op.abandon(hazard);
+      return hazard;
+    }
+    Status status = op.run ? op.run() : OkStatus();
+    hazard = take();
+    return hazard.ok() ? status : hazard;
   }
 
   // Checks the device-loss time after the clock moved; with the lock held.
@@ -328,33 +389,42 @@ struct Core {
     }
   }
 
-  // Completion bookkeeping shared by both schedulers.
+  // Completion bookkeeping shared by both schedulers: CompleteLocked with
+  // the lock held, then Finish without it. Complete does both.
   void Complete(const std::shared_ptr<Entry>& entry, const Status& status) {
     Status lost;
     {
       std::lock_guard<std::mutex> lock(mutex());
-      if (entry->began) ctx->EndAccess(entry->op->id);
-      TraceLine line(*ctx);
-      line << "t=" << ctx->now_ns() << " complete " << entry->op->name << "#"
-           << entry->op->id << " ";
-      if (status.ok()) {
-        line << "OK";
-      } else {
-        line << status.ToString();
-      }
-      lost = ctx->lost();
+      lost = CompleteLocked(*entry, status);
     }
+    Finish(*entry, status, lost);
+  }
+
+  // Returns the device-loss status.
+  Status CompleteLocked(Entry& entry, const Status& status) {
+    if (entry.began) ctx->EndAccess(entry.op->id);
+    TraceLine line(*ctx);
+    line << "t=" << ctx->now_ns() << " complete " << *entry.op->name << "#"
+         << entry.op->id << " ";
+    if (status.ok()) {
+      line << "OK";
+    } else {
+      line << status.ToString();
+    }
+    return ctx->lost();
+  }
+
+  void Finish(Entry& entry, const Status& status, const Status& lost) {
     // The caller took the entry: it alone ends the op. The op (and with it
     // the buffers, files and closures it holds) is destroyed here, outside
     // the device lock, so that a release callback may call into the device,
     // and before it leaves `in_flight`, so that WaitIdle returning means
     // every release ran.
-    std::unique_ptr<SimOp> op = std::move(entry->op);
+    std::unique_ptr<SimOp> op = std::move(entry.op);
     FinishSimOp(*op, status);
     op.reset();
     if (!lost.ok()) AbandonAll(lost);
-    std::lock_guard<std::mutex> lock(mutex());
-    if (--in_flight == 0) idle_cv.notify_all();
+    Retire(1);
   }
 };
 
@@ -368,21 +438,24 @@ class ThreadedScheduler final : public SimScheduler {
   }
   ~ThreadedScheduler() override { Shutdown(); }
 
-  void Submit(std::unique_ptr<SimOp> op) override {
-    core_->Submit(core_, std::move(op));
+  void Submit(std::unique_ptr<SimOp> op, AdmitHook hook,
+              void* hook_arg) override {
+    core_->Submit(core_, std::move(op), hook, hook_arg);
   }
 
   Status WaitIdle(Timeout timeout) override {
     std::unique_lock<std::mutex> lock(core_->mutex());
-    auto idle = [this] { return core_->in_flight == 0; };
+    auto idle = [this] { return core_->in_flight.load() == 0; };
+    core_->idle_waiters.fetch_add(1);  // before the predicate's first read
     if (timeout.is_infinite()) {
       core_->idle_cv.wait(lock, idle);
     } else if (!timeout.is_immediate()) {
       core_->idle_cv.wait_until(lock, timeout.deadline(), idle);
     }
-    if (core_->in_flight == 0) return OkStatus();
-    return DeadlineExceededError("%zu operation(s) still in flight",
-                                 core_->in_flight);
+    core_->idle_waiters.fetch_sub(1);
+    const size_t left = core_->in_flight.load();
+    if (left == 0) return OkStatus();
+    return DeadlineExceededError("%zu operation(s) still in flight", left);
   }
 
   void Shutdown() override {
@@ -441,8 +514,9 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
   }
   ~DeterministicScheduler() override { Shutdown(); }
 
-  void Submit(std::unique_ptr<SimOp> op) override {
-    core_->Submit(core_, std::move(op));
+  void Submit(std::unique_ptr<SimOp> op, AdmitHook hook,
+              void* hook_arg) override {
+    core_->Submit(core_, std::move(op), hook, hook_arg);
   }
 
   // One thread pumps at a time; another returns false at once (it may be
@@ -465,27 +539,29 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
 
   Status WaitIdle(Timeout timeout) override {
     while (true) {
-      {
-        std::unique_lock<std::mutex> lock(core_->mutex());
-        if (core_->in_flight == 0) return OkStatus();
-      }
+      if (core_->in_flight.load() == 0) return OkStatus();
       const bool progressed = Pump();
-      std::unique_lock<std::mutex> lock(core_->mutex());
-      if (core_->in_flight == 0) return OkStatus();
+      const size_t left = core_->in_flight.load();
+      if (left == 0) return OkStatus();
       // The deadline is checked after every step: a poll runs at most one.
       if (timeout.is_immediate() || timeout.expired()) {
         return DeadlineExceededError(
             progressed ? "%zu operation(s) still in flight"
                        : "%zu operation(s) still in flight; their waits are "
                          "not met",
-            core_->in_flight);
+            left);
       }
       if (progressed) continue;
       // Another host thread must signal something first.
-      auto slice = Timeout::Clock::now() + std::chrono::milliseconds(1);
-      core_->idle_cv.wait_until(
-          lock,
-          timeout.is_infinite() ? slice : std::min(slice, timeout.deadline()));
+      std::unique_lock<std::mutex> lock(core_->mutex());
+      core_->idle_waiters.fetch_add(1);  // before the re-check (see Retire)
+      if (core_->in_flight.load() != 0) {
+        auto slice = Timeout::Clock::now() + std::chrono::milliseconds(1);
+        core_->idle_cv.wait_until(
+            lock, timeout.is_infinite() ? slice
+                                        : std::min(slice, timeout.deadline()));
+      }
+      core_->idle_waiters.fetch_sub(1);
     }
   }
 
@@ -518,6 +594,9 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
     std::shared_ptr<Entry> entry;
     Status lost;
     Status fault;
+    Status status;
+    Status lost_after;
+    bool ended = false;
     {
       std::lock_guard<std::mutex> lock(core.mutex());
       if (core.joined) return false;
@@ -530,7 +609,7 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
         const bool waits_ok = e->failure.ok();
         e->start_seq = ++start_seq_;
         e->complete_at = ctx.now_ns() + (waits_ok ? ctx.DrawDuration() : 0);
-        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << e->op->name
+        TraceLine(ctx) << "t=" << ctx.now_ns() << " start " << *e->op->name
                        << "#" << e->op->id << " q"
                        << static_cast<uint64_t>(e->op->queue) << " until "
                        << e->complete_at;
@@ -573,12 +652,29 @@ class DeterministicScheduler final : public SimScheduler, public ProgressPump {
       // set, if at all, before the op was dispatched, and a later wait
       // callback only counts down `pending`.
       if (entry->failure.ok() && lost.ok() && entry->hazard.ok()) {
-        fault = ctx.OnRunOp(entry->op->name, entry->op->id);
+        fault = ctx.OnRunOp(entry->op->name->c_str(), entry->op->id);
       }
+      // An op with no work and nothing to abandon (a barrier, an empty
+      // command buffer) ends here, under the lock already held: Execute
+      // would only pick one of the statuses at hand, and nothing runs (or
+      // traces) in between.
+      const SimOp& op = *entry->op;
+      if (!op.run && !op.abandon && op.accesses.empty() &&
+          entry->failure.ok()) {
+        status = !lost.ok()            ? lost
+                 : !entry->hazard.ok() ? entry->hazard
+                                       : fault;
+        lost_after = core.CompleteLocked(*entry, status);
+        ended = true;
+      }
+    }
+    if (ended) {
+      core.Finish(*entry, status, lost_after);
+      return true;
     }
     // Only the pumping thread touches `excluded_`.
     excluded_.push_back(entry->op->queue);
-    Status status = core.Execute(*entry, lost, &fault);
+    status = core.Execute(*entry, lost, &fault);
     excluded_.pop_back();
     core.Complete(entry, status);
     return true;

@@ -22,11 +22,11 @@
 #include <utility>
 #include <vector>
 
+#include "drivers/sim/sim_context.h"
 #include "hal/ref.h"
 #include "hal/semaphore.h"
 #include "hal/status.h"
 #include "hal/types.h"
-#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 
@@ -68,12 +68,105 @@ class SimSmallVector {
   size_t size_ = 0;
 };
 
+// A per-thread free list of blocks of one size, for the records every queue
+// operation allocates and frees (SimOp, the scheduler's entry): a pop and a
+// push instead of malloc and free. A thread keeps at most kMaxCached blocks
+// and frees them when it exits; a block freed on another thread than the one
+// that allocated it joins that thread's list.
+template <size_t kSize>
+class SimBlockCache {
+ public:
+  static constexpr size_t kMaxCached = 256;
+  static void* Allocate() {
+    if (Node* n = head_) {
+      head_ = n->next;
+      --count_;
+      return n;
+    }
+    return ::operator new(kBlockSize);
+  }
+  static void Free(void* p) noexcept {
+    if (count_ < kMaxCached && !exited_) {
+      if (!armed_) {
+        armed_ = true;
+        reaper_.armed = true;  // constructs it: the list is freed at exit
+      }
+      Node* n = static_cast<Node*>(p);
+      n->next = head_;
+      head_ = n;
+      ++count_;
+      return;
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  struct Node {
+    Node* next;
+  };
+  static constexpr size_t kBlockSize =
+      kSize < sizeof(Node) ? sizeof(Node) : kSize;
+  // Frees the thread's list when the thread exits. The list itself is
+  // trivially destructible thread_locals, so the fast paths need no
+  // thread_local initialization check.
+  struct Reaper {
+    bool armed = false;
+    ~Reaper() {
+      exited_ = true;  // later frees on this thread go to the heap
+      while (Node* n = head_) {
+        head_ = n->next;
+        ::operator delete(n);
+      }
+      count_ = 0;
+    }
+  };
+  static inline thread_local Node* head_ = nullptr;
+  static inline thread_local size_t count_ = 0;
+  static inline thread_local bool exited_ = false;
+  static inline thread_local bool armed_ = false;
+  static inline thread_local Reaper reaper_;
+};
+
+// An allocator over SimBlockCache (for std::allocate_shared).
+template <typename T>
+struct SimCacheAllocator {
+  using value_type = T;
+  SimCacheAllocator() = default;
+  template <typename U>
+  SimCacheAllocator(const SimCacheAllocator<U>&) {}
+  T* allocate(size_t n) {
+    if (n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(SimBlockCache<sizeof(T)>::Allocate());
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n != 1) return ::operator delete(p);
+    SimBlockCache<sizeof(T)>::Free(p);
+  }
+  template <typename U>
+  bool operator==(const SimCacheAllocator<U>&) const {
+    return true;
+  }
+};
+
 struct SimOp {
+  static void* operator new(size_t size) {
+    return size == sizeof(SimOp) ? SimBlockCache<sizeof(SimOp)>::Allocate()
+                                 : ::operator new(size);
+  }
+  static void operator delete(void* p, size_t size) noexcept {
+    if (size == sizeof(SimOp)) return SimBlockCache<sizeof(SimOp)>::Free(p);
+    ::operator delete(p);
+  }
+
   uint64_t id = 0;  // per device, in submission order
-  const char* name = "op";
+  static constexpr TraceToken kDefaultName{"op"};
+  const TraceToken* name = &kDefaultName;  // a constexpr token
   int queue = 0;
+  // The caller's wait list, read only while it submits the op (the
+  // scheduler retains the semaphores of the waits it registers): no
+  // reference counting for the usual reached wait.
+  SemaphoreList waits;
   using Points = SimSmallVector<std::pair<Ref<Semaphore>, uint64_t>, 2>;
-  Points waits;
   Points signals;
   std::vector<SimAccess> accesses;    // for the hazard checker
   std::vector<Ref<Buffer>> retained;  // keeps `accesses` buffers alive
@@ -84,8 +177,7 @@ struct SimOp {
   std::function<void(const Status&)> abandon;
 
   void SetPoints(SemaphoreList wait, SemaphoreList signal) {
-    for (const auto& p : wait)
-      waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    waits = wait;
     for (const auto& p : signal)
       signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
   }
@@ -99,9 +191,15 @@ struct SimOp {
 
 class SimScheduler {
  public:
+  // Called with the context lock held as an op is submitted, before anything
+  // else of it is traced and before it can run (the device numbers and
+  // traces its submission here: one lock for the device and the scheduler).
+  using AdmitHook = void (*)(void* arg, SimOp& op);
+
   virtual ~SimScheduler() = default;
   // Takes the op; never fails (an op that cannot run fails its signals).
-  virtual void Submit(std::unique_ptr<SimOp> op) = 0;
+  virtual void Submit(std::unique_ptr<SimOp> op, AdmitHook hook = nullptr,
+                      void* hook_arg = nullptr) = 0;
   // Waits until no op is in flight (including ops whose waits are unmet);
   // the deterministic scheduler runs work meanwhile.
   virtual Status WaitIdle(Timeout timeout) = 0;

@@ -1,5 +1,5 @@
-// The simulator's schedulers (drivers/sim/sim_scheduler.cc): who ends an op, when
-// its resources go, device loss, how far a poll runs device work, and what
+// The simulator's schedulers (drivers/sim/sim_scheduler.cc): who ends an op,
+// when its resources go, device loss, how far a poll runs device work, and what
 // a host call may wait on (issue 11 items 6, 7, 12, 13).
 #include <atomic>
 #include <chrono>
@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/sim/tests/sim_test_util.h"
 #include "hal/progress.h"
 #include "hal/semaphore.h"
-#include "drivers/sim/tests/sim_test_util.h"
 
 namespace hal::sim::testing {
 namespace {
@@ -120,6 +120,27 @@ TEST_P(SimScheduler, DeviceLossAbandonsPendingChainOnce) {
     // The device stays usable for host work and its destruction is clean.
     EXPECT_EQ(chain->pending_timepoint_count(), 0u);
   }
+}
+
+// An op retains the semaphores it waits on (the wait list it is given is
+// only borrowed): the host may drop its last reference to a wait semaphore
+// that nobody will signal, and destroying the device then cancels the
+// op's timepoint on a live semaphore (no use after free; valgrind or ASan
+// see one otherwise) and fails the op's signals with CANCELLED.
+TEST_P(SimScheduler, PendingOpRetainsItsWaitSemaphores) {
+  Ref<Semaphore> done;
+  {
+    Ref<Device> device = MakeDevice(Uri());
+    ASSERT_TRUE(device);
+    Ref<Semaphore> never = device->CreateSemaphore(0).value();
+    done = device->CreateSemaphore(0).value();
+    SemaphorePoint w{never.get(), 1}, s{done.get(), 1};
+    ASSERT_TRUE(device->QueueBarrier(1, {&w, 1}, {&s, 1}).ok());
+    never.reset();
+    EXPECT_EQ(device->WaitIdle(Timeout::Immediate()).code(),
+              StatusCode::kDeadlineExceeded);
+  }
+  EXPECT_EQ(done->Query().status().code(), StatusCode::kCancelled);
 }
 
 // Item 13: a host call may wait on work of another queue; while it waits,
