@@ -128,6 +128,17 @@ class CtsHelperError : public std::runtime_error {
         << _s.ToString();                                            \
   } while (0)
 
+// Skips the current test unless the device under test has at least `n`
+// queues: the multi_queue tag says the backend can have several, the
+// device URI (e.g. sim://?queues=1) decides how many this device has.
+#define CTS_REQUIRE_QUEUES(n)                                       \
+  do {                                                              \
+    CTS_REQUIRE_TAG(kTagMultiQueue);                                \
+    if (device()->queue_count() < (n))                              \
+      GTEST_SKIP() << "needs " << (n) << " queues; the device has " \
+                   << device()->queue_count();                      \
+  } while (0)
+
 // Skips the current test unless the backend declares `tag`.
 #define CTS_REQUIRE_TAG(tag)                                              \
   do {                                                                    \

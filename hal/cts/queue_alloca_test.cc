@@ -294,7 +294,7 @@ TEST_F(QueueAlloca, InvalidRequestsAreRejected) {
 }
 
 TEST_F(QueueAlloca, DeallocaOnAnotherQueue) {
-  CTS_REQUIRE_TAG(kTagMultiQueue);
+  CTS_REQUIRE_QUEUES(2);
   auto s = NewSemaphore(0);
   ASSERT_TRUE(s);
   Usage before = CurrentUsage();

@@ -379,8 +379,7 @@ TEST_F(QueueTransfer, BarrierWithoutWaitsSignals) {
 }
 
 TEST_F(QueueTransfer, TransfersAcrossQueues) {
-  CTS_REQUIRE_TAG(kTagMultiQueue);
-  ASSERT_GE(device()->queue_count(), 2);
+  CTS_REQUIRE_QUEUES(2);
   auto dev = NewDeviceBuffer(256);
   auto host = NewHostBuffer(256, 0);
   auto gate = NewSemaphore(0), s = NewSemaphore(0);

@@ -33,8 +33,7 @@ class Submission : public CtsTest {
 };
 
 TEST_F(Submission, WaitBeforeSignalDoesNotBlockOtherQueues) {
-  CTS_REQUIRE_TAG(kTagMultiQueue);
-  ASSERT_GE(device()->queue_count(), 2);
+  CTS_REQUIRE_QUEUES(2);
   auto buffer = NewHostBuffer(16, 0xEE);
   auto a = NewSemaphore(0), s1 = NewSemaphore(0), s2 = NewSemaphore(0),
        s3 = NewSemaphore(0);
@@ -481,8 +480,7 @@ TEST_F(Submission, WaitReachedBeforeFailureStaysSatisfied) {
 // QueueHostCall): anything that completes without it returning.
 TEST_F(Submission, HostCallMayWaitForWorkOnAnotherQueue) {
   CTS_REQUIRE_TAG(kTagHostCall);
-  CTS_REQUIRE_TAG(kTagMultiQueue);
-  if (device()->queue_count() < 2) GTEST_SKIP() << "needs two queues";
+  CTS_REQUIRE_QUEUES(2);
   auto buffer = NewHostBuffer(64, 0);
   auto gate = NewSemaphore(0), filled = NewSemaphore(0), done = NewSemaphore(0);
   ASSERT_TRUE(buffer && gate && filled && done);
@@ -510,8 +508,7 @@ TEST_F(Submission, HostCallMayWaitForWorkOnAnotherQueue) {
 
 TEST_F(Submission, HostCallMayWaitForHostCallOnAnotherQueue) {
   CTS_REQUIRE_TAG(kTagHostCall);
-  CTS_REQUIRE_TAG(kTagMultiQueue);
-  if (device()->queue_count() < 2) GTEST_SKIP() << "needs two queues";
+  CTS_REQUIRE_QUEUES(2);
   auto x = NewSemaphore(0), done = NewSemaphore(0);
   ASSERT_TRUE(x && done);
   FailOnExit guard{{x}};
