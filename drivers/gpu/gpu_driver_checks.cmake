@@ -16,12 +16,19 @@
 #                    configuration of the same driver);
 #   NO_GRAPH         the API has no graphs: no graph variants;
 #   NO_REPLAY        no replay check (the schedule does not replay yet);
+#   SWEEP_SEEDS a..b the seeds of the long sweeps (default 0..39);
+#   LONG_CASES n     cases per property in the long runs on this device
+#                    (default HAL_PROPERTY_LONG_CASES);
 #   EXTRA_ENV a=b..  more environment for every test (validation layers,
 #                    HAL_<DRIVER>_SIM_LIBRARY when LIBRARY_VAR is not the
 #                    simulated library's own variable).
 function(hal_gpu_driver_checks)
-  cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY" "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME"
+  cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY"
+                        "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME;SWEEP_SEEDS;LONG_CASES"
                         "EXTRA_ENV" ${ARGN})
+  if(NOT ARG_SWEEP_SEEDS)
+    set(ARG_SWEEP_SEEDS 0..39)
+  endif()
   set(d ${ARG_DRIVER})
   set(label ${d}-sim)
   if(ARG_NAME)
@@ -30,6 +37,9 @@ function(hal_gpu_driver_checks)
   set(lib "${ARG_LIBRARY_VAR}=$<TARGET_FILE:${ARG_SIM_TARGET}>" ${ARG_EXTRA_ENV})
   hal_register_check_device(${label} "${d}://?queues=4&command_buffer_mode=stream"
     ${label} ${lib})
+  if(ARG_LONG_CASES)
+    set_property(GLOBAL PROPERTY HAL_CHECK_DEVICE_LONG_CASES_${label} ${ARG_LONG_CASES})
+  endif()
   if(NOT ARG_NO_GRAPH)
     hal_register_check_device(${label}-graph "${d}://?queues=4&command_buffer_mode=graph"
       ${label} ${lib})
@@ -77,7 +87,7 @@ function(hal_gpu_driver_checks)
       set(suffix "")
     endif()
     add_test(NAME long.sweep.${label}${suffix}
-             COMMAND $<TARGET_FILE:hal-check> "--device=${variant}" --seeds=0..39)
+             COMMAND $<TARGET_FILE:hal-check> "--device=${variant}" --seeds=${ARG_SWEEP_SEEDS})
     set_tests_properties(long.sweep.${label}${suffix} PROPERTIES
       LABELS "long;${label}" TIMEOUT 1200
       ENVIRONMENT "${lib};HALSIM_RACES=abort")
