@@ -170,13 +170,19 @@ StatusOr<Ref<Device>> DeviceWithWorkers(int workers, std::string* label) {
   return DefaultDriverRegistry().CreateDevice(uri);
 }
 
-StatusOr<CopySetup*> GetCopySetup(int workers) {
+// `device_local`: the buffers live in device memory (filled and checked
+// through queue operations) instead of host memory mapped by the benchmark.
+// On the simulator both are host memory; on a GPU only the device-local
+// variant measures the kernel against the device's memory (host memory is
+// read over the bus).
+StatusOr<CopySetup*> GetCopySetup(int workers, bool device_local) {
   static std::map<int, std::unique_ptr<CopySetup>>* setups = [] {
     auto* m = new std::map<int, std::unique_ptr<CopySetup>>;
     AtTeardown([m] { delete m; });
     return m;
   }();
-  auto it = setups->find(workers);
+  const int key = workers * 2 + (device_local ? 1 : 0);
+  auto it = setups->find(key);
   if (it != setups->end()) return it->second.get();
 
   auto s = std::make_unique<CopySetup>();
@@ -186,16 +192,32 @@ StatusOr<CopySetup*> GetCopySetup(int workers) {
                        device->CreateExecutableCache());
   HAL_ASSIGN_OR_RETURN(s->exe, PrepareTestKernels(cache.get()));
   HAL_ASSIGN_OR_RETURN(uint32_t entry, s->exe->LookupFunction("copy"));
-  BufferParams params;
-  params.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
-  params.usage = BufferUsage::kDefault | BufferUsage::kMapping;
+  BufferParams host_params;
+  host_params.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
+  host_params.usage = BufferUsage::kDefault | BufferUsage::kMapping;
+  BufferParams params = host_params;
+  if (device_local) {
+    params.type = MemoryType::kDeviceLocal;
+    params.usage = BufferUsage::kDefault;
+  }
   HAL_ASSIGN_OR_RETURN(s->src,
                        device->allocator()->AllocateBuffer(params, kCopyBytes));
   HAL_ASSIGN_OR_RETURN(s->dst,
                        device->allocator()->AllocateBuffer(params, kCopyBytes));
   const uint32_t pattern = 0x5A5A1234, zero = 0;
-  HAL_RETURN_IF_ERROR(s->src->MapFill(0, kCopyBytes, &pattern, 4));
-  HAL_RETURN_IF_ERROR(s->dst->MapFill(0, kCopyBytes, &zero, 4));
+  HAL_ASSIGN_OR_RETURN(s->done, device->CreateSemaphore(0));
+  if (device_local) {
+    SemaphorePoint filled{s->done.get(), ++s->value};
+    HAL_RETURN_IF_ERROR(device->QueueFill(1, {}, {&filled, 1}, s->src.get(), 0,
+                                          kCopyBytes, &pattern, 4));
+    SemaphorePoint zeroed{s->done.get(), ++s->value};
+    HAL_RETURN_IF_ERROR(device->QueueFill(
+        1, {&filled, 1}, {&zeroed, 1}, s->dst.get(), 0, kCopyBytes, &zero, 4));
+    HAL_RETURN_IF_ERROR(s->done->Wait(s->value, Timeout::Infinite()));
+  } else {
+    HAL_RETURN_IF_ERROR(s->src->MapFill(0, kCopyBytes, &pattern, 4));
+    HAL_RETURN_IF_ERROR(s->dst->MapFill(0, kCopyBytes, &zero, 4));
+  }
 
   HAL_ASSIGN_OR_RETURN(
       s->cb, device->CreateCommandBuffer(CommandBufferMode::kReusable,
@@ -217,15 +239,23 @@ StatusOr<CopySetup*> GetCopySetup(int workers) {
     HAL_RETURN_IF_ERROR(s->cb->Dispatch(d));
   }
   HAL_RETURN_IF_ERROR(s->cb->End());
-  HAL_ASSIGN_OR_RETURN(s->done, device->CreateSemaphore(0));
 
   // One run, checked, so that a broken dispatch cannot pass for a fast one.
   SemaphorePoint signal{s->done.get(), ++s->value};
   HAL_RETURN_IF_ERROR(device->QueueExecute(1, {}, {&signal, 1}, s->cb.get()));
+  Ref<Buffer> check = s->dst;
+  if (device_local) {
+    HAL_ASSIGN_OR_RETURN(
+        check, device->allocator()->AllocateBuffer(host_params, kCopyBytes));
+    SemaphorePoint copied{s->done.get(), ++s->value};
+    HAL_RETURN_IF_ERROR(device->QueueCopy(1, {&signal, 1}, {&copied, 1},
+                                          s->dst.get(), 0, check.get(), 0,
+                                          kCopyBytes));
+  }
   HAL_RETURN_IF_ERROR(s->done->Wait(s->value, Timeout::Infinite()));
   for (uint64_t at : {uint64_t{0}, kCopyBytes / 2 + 4, kCopyBytes - 4}) {
     uint32_t got = 0;
-    HAL_RETURN_IF_ERROR(s->dst->MapRead(at, &got, 4));
+    HAL_RETURN_IF_ERROR(check->MapRead(at, &got, 4));
     if (got != pattern) {
       return InternalError("copy dispatch wrote %08x at byte %llu, want %08x",
                            got, (unsigned long long)at, pattern);
@@ -235,8 +265,9 @@ StatusOr<CopySetup*> GetCopySetup(int workers) {
 }
 
 void BM_Dispatch_Copy(benchmark::State& state) {
-  HAL_BENCH_ASSIGN(state, CopySetup * s,
-                   GetCopySetup(static_cast<int>(state.range(0))));
+  HAL_BENCH_ASSIGN(
+      state, CopySetup * s,
+      GetCopySetup(static_cast<int>(state.range(0)), state.range(1) != 0));
   for (auto _ : state) {
     SemaphorePoint signal{s->done.get(), ++s->value};
     HAL_BENCH_CHECK(state,
@@ -258,10 +289,13 @@ BENCHMARK(BM_Baseline_CopyKernelDirect)
     ->Arg(1)
     ->Arg(0)
     ->Unit(benchmark::kMillisecond);
+// device_local:0 maps host memory; device_local:1 (workers 1 only) is the
+// variant that measures a GPU's own memory.
 BENCHMARK(BM_Dispatch_Copy)
-    ->ArgName("workers")
-    ->Arg(1)
-    ->Arg(2)
+    ->ArgNames({"workers", "device_local"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
