@@ -1,6 +1,19 @@
 #include "drivers/gpu/gpu_allocator.h"
 
+#include "hal/utils/buffer_ref_resolve.h"
+
 namespace hal::gpu {
+
+StatusOr<GpuDevicePtr> GpuDeviceAddress(const ResolvedRef& ref,
+                                        const char* what) {
+  auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
+  if (!buffer) {
+    return InvalidArgumentError("%s: buffer does not belong to a GPU device",
+                                what);
+  }
+  HAL_RETURN_IF_ERROR(utils::CheckCommitted(ref, buffer->committed(), what));
+  return buffer->device_ptr() + ref.offset;
+}
 
 namespace {
 // What the APIs guarantee for every allocation (CUDA and HIP: 256 bytes for

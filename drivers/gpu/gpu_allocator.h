@@ -17,6 +17,7 @@
 #include "drivers/gpu/gpu_api.h"
 #include "hal/allocator.h"
 #include "hal/buffer.h"
+#include "hal/command_buffer.h"
 
 namespace hal::gpu {
 
@@ -76,6 +77,14 @@ class GpuBuffer final : public Buffer {
   uint8_t* host_ptr_ = nullptr;  // host address of byte 0 (host-visible)
   Allocator::ReleaseCallback release_;  // imports
 };
+
+// The device address of a reference resolved by
+// hal/utils/buffer_ref_resolve.h, when its work is enqueued:
+// INVALID_ARGUMENT for a buffer of another driver, FAILED_PRECONDITION when
+// its memory is not there (freed, or a queue_alloca not ordered before).
+// `what` names the command in the message.
+StatusOr<GpuDevicePtr> GpuDeviceAddress(const ResolvedRef& ref,
+                                        const char* what);
 
 class GpuAllocator final : public Allocator {
  public:

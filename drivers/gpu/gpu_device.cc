@@ -3,6 +3,7 @@
 #include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_semaphore.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
+#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::gpu {
 
@@ -158,17 +159,6 @@ StatusOr<std::shared_ptr<Staging>> NewStaging(std::shared_ptr<GpuApi> api,
   return staging;
 }
 
-StatusOr<GpuDevicePtr> BufferAddress(Buffer* buffer, DeviceSize offset,
-                                     const char* what) {
-  ResolvedRef r{buffer->allocated_buffer(), buffer->byte_offset() + offset, 0};
-  auto* gpu_buffer = dynamic_cast<GpuBuffer*>(r.buffer);
-  if (!gpu_buffer) return InvalidArgumentError("%s: not a GPU buffer", what);
-  if (!gpu_buffer->committed()) {
-    return FailedPreconditionError("%s: buffer memory is not committed (%s)",
-                                   what, BufferStateName(gpu_buffer->state()));
-  }
-  return gpu_buffer->device_ptr() + r.offset;
-}
 }  // namespace
 
 Status GpuDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
@@ -191,10 +181,11 @@ Status GpuDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
       NewAction("queue_read(copy)", affinity, {&staged_point, 1}, signal);
   copy->issue = [staging, target = Ref<Buffer>(target), target_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                         utils::ResolveBufferRange(target.get(), target_offset,
+                                                   length, "queue_read"));
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(
-        GpuDevicePtr dst,
-        BufferAddress(target.get(), target_offset, "queue_read"));
+    HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst, GpuDeviceAddress(r, "queue_read"));
     return api->MemcpyAsync(dst, staging->device, length, stream);
   };
   pending_->Enqueue(std::move(host));
@@ -214,10 +205,11 @@ Status GpuDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
       NewAction("queue_write(copy)", affinity, wait, {&staged_point, 1});
   copy->issue = [staging, source = Ref<Buffer>(source), source_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                         utils::ResolveBufferRange(source.get(), source_offset,
+                                                   length, "queue_write"));
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(
-        GpuDevicePtr src,
-        BufferAddress(source.get(), source_offset, "queue_write"));
+    HAL_ASSIGN_OR_RETURN(GpuDevicePtr src, GpuDeviceAddress(r, "queue_write"));
     return api->MemcpyAsync(staging->device, src, length, stream);
   };
   auto host =

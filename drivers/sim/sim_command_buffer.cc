@@ -7,6 +7,7 @@
 
 #include "drivers/sim/sim_device.h"
 #include "drivers/sim/sim_executable.h"
+#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::sim {
 
@@ -38,18 +39,26 @@ void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
 Status ExecuteCommand(const CommandBuffer& /*cb*/, const Command& c,
                       BindingTable table) {
   if (auto* f = std::get_if<cmd::Fill>(&c)) {
-    ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "fill"));
+    HAL_ASSIGN_OR_RETURN(
+        ResolvedRef r,
+        utils::ResolveBufferRef(f->target, table, kWholeBuffer, "fill"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "fill"));
     FillPattern(p, r.length, f->pattern, f->pattern_length);
   } else if (auto* u = std::get_if<cmd::Update>(&c)) {
-    ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "update"));
+    HAL_ASSIGN_OR_RETURN(
+        ResolvedRef r,
+        utils::ResolveBufferRef(u->target, table, kWholeBuffer, "update"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "update"));
     if (r.length) std::memcpy(p, u->data.data(), r.length);
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
-    ResolvedRef s = CommandBuffer::ResolveRef(cp->source, table);
-    ResolvedRef d = CommandBuffer::ResolveRef(cp->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* sp, SimStorage(s.buffer, s.offset, cp->length, "copy source"));
-    HAL_ASSIGN_OR_RETURN(uint8_t* dp, SimStorage(d.buffer, d.offset, cp->length, "copy target"));
+    HAL_ASSIGN_OR_RETURN(
+        ResolvedRef s,
+        utils::ResolveBufferRef(cp->source, table, cp->length, "copy source"));
+    HAL_ASSIGN_OR_RETURN(
+        ResolvedRef d,
+        utils::ResolveBufferRef(cp->target, table, cp->length, "copy target"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * sp, SimStorage(s, "copy source"));
+    HAL_ASSIGN_OR_RETURN(uint8_t * dp, SimStorage(d, "copy target"));
     if (cp->length) std::memmove(dp, sp, cp->length);
   } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
     return ExecuteSimDispatch(*d, table);

@@ -112,10 +112,11 @@ StatusOr<uint64_t> SimVirtualTimeNs(Device* device);
 StatusOr<std::vector<std::string>> SimCheckerReports(Device* device);
 Status SimSetFaults(Device* device, const SimFaultPlan& plan);
 
-// Host address of `length` bytes at `offset` of an allocated buffer, or an
-// error when the memory is not there (queue_alloca not committed, freed).
-StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
-                              DeviceSize length, const char* what);
+// Host address of a reference resolved by hal/utils/buffer_ref_resolve.h,
+// or an error: INVALID_ARGUMENT for a buffer of another driver,
+// FAILED_PRECONDITION when the memory is not there (queue_alloca not
+// committed, freed). Null for a range of an empty buffer.
+StatusOr<uint8_t*> SimStorage(const ResolvedRef& ref, const char* what);
 // The per-device id of a simulator buffer (0 for others).
 uint64_t SimBufferId(Buffer* allocated);
 

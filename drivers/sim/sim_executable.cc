@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drivers/sim/sim_device.h"
+#include "hal/utils/buffer_ref_resolve.h"
 #include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim {
@@ -344,11 +345,11 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
                        d.workgroup_count[2]};
   if (d.indirect) {
-    ResolvedRef r =
-        CommandBuffer::ResolveRef(*d.indirect_workgroup_count, table);
-    HAL_ASSIGN_OR_RETURN(
-        uint8_t * p, SimStorage(r.buffer, r.offset, kIndirectWorkgroupCountSize,
-                                "dispatch indirect workgroup count"));
+    const char* what = "dispatch indirect workgroup count";
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
+                                            *d.indirect_workgroup_count, table,
+                                            kIndirectWorkgroupCountSize, what));
+    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, what));
     std::memcpy(count, p, sizeof(count));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {
@@ -371,19 +372,22 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
                                 name, n, kMaxDispatchBindings);
   }
   for (uint32_t i = 0; i < n; ++i) {
-    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
-    StatusOr<uint8_t*> p = SimStorage(r.buffer, r.offset, r.length, "");
-    if (!p.ok()) {
-      // Formatted only on failure (SimStorage puts `what` in its message).
+    StatusOr<ResolvedRef> r =
+        utils::ResolveBufferRef(d.bindings[i], table, kWholeBuffer, "");
+    StatusOr<uint8_t*> p = r.ok() ? SimStorage(*r, "") : r.status();
+    if (!p.ok()) [[unlikely]] {
+      // Formatted only on failure: the same calls again, with the binding
+      // named in the message.
       char what[96];
       std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name,
                     i);
-      HAL_ASSIGN_OR_RETURN(data[i],
-                           SimStorage(r.buffer, r.offset, r.length, what));
+      HAL_ASSIGN_OR_RETURN(
+          r, utils::ResolveBufferRef(d.bindings[i], table, kWholeBuffer, what));
+      HAL_ASSIGN_OR_RETURN(data[i], SimStorage(*r, what));
     } else {
       data[i] = *p;
     }
-    lengths[i] = r.length;
+    lengths[i] = r->length;
     flags[i] = static_cast<uint32_t>(f.binding_flags[i]);
   }
 
