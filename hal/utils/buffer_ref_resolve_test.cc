@@ -8,41 +8,14 @@
 #include <string>
 
 #include "hal/allocator.h"
+#include "hal/testing/fake_buffer.h"
 
 namespace hal::utils {
 namespace {
 
-// A buffer with no memory behind it: resolution only looks at its range
-// and state.
-class FakeBuffer final : public Buffer {
- public:
-  FakeBuffer(DeviceSize length, BufferState state)
-      : Buffer(MakeParams(length, state)) {}
-
- protected:
-  StatusOr<uint8_t*> MapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return UnimplementedError("fake buffer");
-  }
-  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return OkStatus();
-  }
-  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-
- private:
-  static Params MakeParams(DeviceSize length, BufferState state) {
-    Params p;
-    p.memory_type = MemoryType::kDeviceLocal;
-    p.allowed_usage = BufferUsage::kDefault;
-    p.byte_length = length;
-    p.initial_state = state;
-    return p;
-  }
-};
-
 Ref<Buffer> NewBuffer(DeviceSize length = 1024,
                       BufferState state = BufferState::kLive) {
-  return Ref<Buffer>::Adopt(new FakeBuffer(length, state));
+  return testing::NewFakeBuffer(length, BufferUsage::kDefault, state);
 }
 
 void ExpectError(const StatusOr<ResolvedRef>& r, StatusCode code,
