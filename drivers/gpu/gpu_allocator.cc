@@ -4,15 +4,17 @@
 
 namespace hal::gpu {
 
-StatusOr<GpuDevicePtr> GpuDeviceAddress(const ResolvedRef& ref,
-                                        const char* what) {
-  auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
+StatusOr<GpuRange> ResolveGpuRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what) {
+  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                       utils::ResolveBufferRef(ref, table, length, what));
+  auto* buffer = dynamic_cast<GpuBuffer*>(r.buffer);
   if (!buffer) {
     return InvalidArgumentError("%s: buffer does not belong to a GPU device",
                                 what);
   }
-  HAL_RETURN_IF_ERROR(utils::CheckCommitted(ref, buffer->committed(), what));
-  return buffer->device_ptr() + ref.offset;
+  HAL_RETURN_IF_ERROR(utils::CheckCommitted(r, buffer->committed(), what));
+  return GpuRange{buffer->device_ptr() + r.offset, r.length};
 }
 
 namespace {

@@ -78,13 +78,19 @@ class GpuBuffer final : public Buffer {
   Allocator::ReleaseCallback release_;  // imports
 };
 
-// The device address of a reference resolved by
-// hal/utils/buffer_ref_resolve.h, when its work is enqueued:
-// INVALID_ARGUMENT for a buffer of another driver, FAILED_PRECONDITION when
-// its memory is not there (freed, or a queue_alloca not ordered before).
-// `what` names the command in the message.
-StatusOr<GpuDevicePtr> GpuDeviceAddress(const ResolvedRef& ref,
-                                        const char* what);
+// A buffer reference's device range when its work is enqueued, for a
+// command that touches `length` bytes of it (kWholeBuffer: all of it):
+// resolved and checked by utils::ResolveBufferRef
+// (hal/utils/buffer_ref_resolve.h: slot, ranges, freed), then
+// INVALID_ARGUMENT for a buffer of another driver and FAILED_PRECONDITION
+// when its memory is not committed, whatever the length. `what` names the
+// command in the message.
+struct GpuRange {
+  GpuDevicePtr address = 0;
+  DeviceSize length = 0;
+};
+StatusOr<GpuRange> ResolveGpuRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what);
 
 class GpuAllocator final : public Allocator {
  public:

@@ -3,7 +3,6 @@
 #include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_semaphore.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
-#include "hal/utils/buffer_ref_resolve.h"
 #include "hal/utils/file_staging.h"
 
 namespace hal::gpu {
@@ -180,12 +179,12 @@ Status GpuDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
   auto copy = NewAction("queue_read(copy)", affinity, halves.list(), signal);
   copy->issue = [staging, target = Ref<Buffer>(target), target_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                         utils::ResolveBufferRange(target.get(), target_offset,
-                                                   length, "queue_read"));
+    HAL_ASSIGN_OR_RETURN(
+        GpuRange dst,
+        ResolveGpuRange(BufferRef::Direct(target.get(), target_offset, length),
+                        {}, kWholeBuffer, "queue_read"));
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst, GpuDeviceAddress(r, "queue_read"));
-    return api->MemcpyAsync(dst, staging->device, length, stream);
+    return api->MemcpyAsync(dst.address, staging->device, length, stream);
   };
   pending_->Enqueue(std::move(host));
   pending_->Enqueue(std::move(copy));
@@ -203,12 +202,12 @@ Status GpuDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
   auto copy = NewAction("queue_write(copy)", affinity, wait, halves.list());
   copy->issue = [staging, source = Ref<Buffer>(source), source_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                         utils::ResolveBufferRange(source.get(), source_offset,
-                                                   length, "queue_write"));
+    HAL_ASSIGN_OR_RETURN(
+        GpuRange src,
+        ResolveGpuRange(BufferRef::Direct(source.get(), source_offset, length),
+                        {}, kWholeBuffer, "queue_write"));
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(GpuDevicePtr src, GpuDeviceAddress(r, "queue_write"));
-    return api->MemcpyAsync(staging->device, src, length, stream);
+    return api->MemcpyAsync(staging->device, src.address, length, stream);
   };
   auto host = NewAction("queue_write(file)", affinity, halves.list(), signal);
   host->kind = GpuAction::Kind::kHost;

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "drivers/gpu/gpu_allocator.h"
-#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::gpu {
 
@@ -139,10 +138,10 @@ StatusOr<GpuKernelLaunch> ResolveLaunch(const GpuExecutable* exe,
   launch.pointers.resize(f.binding_count);
   for (uint32_t i = 0; i < f.binding_count; ++i) {
     const std::string what = name + ": binding " + std::to_string(i);
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                         utils::ResolveBufferRef(d.bindings[i], table,
-                                                 kWholeBuffer, what.c_str()));
-    HAL_ASSIGN_OR_RETURN(launch.pointers[i], GpuDeviceAddress(r, what.c_str()));
+    HAL_ASSIGN_OR_RETURN(
+        GpuRange r,
+        ResolveGpuRange(d.bindings[i], table, kWholeBuffer, what.c_str()));
+    launch.pointers[i] = r.address;
   }
   launch.constants.assign(d.constants.begin(), d.constants.end());
   return launch;
@@ -169,12 +168,11 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
     const std::string name = DispatchName(exe, d);
     const std::string what = name + ": indirect count";
     HAL_ASSIGN_OR_RETURN(
-        ResolvedRef r,
-        utils::ResolveBufferRef(*d.indirect_workgroup_count, table,
-                                kIndirectWorkgroupCountSize, what.c_str()));
-    HAL_ASSIGN_OR_RETURN(GpuDevicePtr src, GpuDeviceAddress(r, what.c_str()));
+        GpuRange src,
+        ResolveGpuRange(*d.indirect_workgroup_count, table,
+                        kIndirectWorkgroupCountSize, what.c_str()));
     HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),
-                                         src, sizeof(count), stream));
+                                         src.address, sizeof(count), stream));
     HAL_RETURN_IF_ERROR(api->StreamSynchronize(stream));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {

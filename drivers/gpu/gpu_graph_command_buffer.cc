@@ -7,7 +7,6 @@
 #include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
-#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::gpu {
 
@@ -43,36 +42,36 @@ StatusOr<std::vector<GraphOp>> PlanGraph(GpuApi* api, const CommandBuffer& cb,
           GraphOp op;
           if constexpr (std::is_same_v<T, cmd::Fill>) {
             HAL_ASSIGN_OR_RETURN(
-                ResolvedRef r,
-                utils::ResolveBufferRef(c.target, table, kWholeBuffer, "fill"));
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "fill"));
             if (r.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kFill;
-            HAL_ASSIGN_OR_RETURN(op.dst, GpuDeviceAddress(r, "fill"));
+            op.dst = r.address;
             op.size = r.length;
             op.pattern = c.pattern;
             op.pattern_length = c.pattern_length;
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
             HAL_ASSIGN_OR_RETURN(
-                ResolvedRef r, utils::ResolveBufferRef(c.target, table,
-                                                       kWholeBuffer, "update"));
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "update"));
             if (r.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kUpdate;
-            HAL_ASSIGN_OR_RETURN(op.dst, GpuDeviceAddress(r, "update"));
+            op.dst = r.address;
             op.data_offset = payload->size();
             payload->insert(payload->end(), c.data.begin(),
                             c.data.begin() + r.length);
             op.size = r.length;
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
-            HAL_ASSIGN_OR_RETURN(ResolvedRef s,
-                                 utils::ResolveBufferRef(
-                                     c.source, table, c.length, "copy source"));
-            HAL_ASSIGN_OR_RETURN(ResolvedRef t,
-                                 utils::ResolveBufferRef(
-                                     c.target, table, c.length, "copy target"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange s,
+                ResolveGpuRange(c.source, table, c.length, "copy source"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange t,
+                ResolveGpuRange(c.target, table, c.length, "copy target"));
             if (c.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kCopy;
-            HAL_ASSIGN_OR_RETURN(op.src, GpuDeviceAddress(s, "copy source"));
-            HAL_ASSIGN_OR_RETURN(op.dst, GpuDeviceAddress(t, "copy target"));
+            op.src = s.address;
+            op.dst = t.address;
             op.size = c.length;
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
             op.kind = GraphOp::Kind::kDispatch;

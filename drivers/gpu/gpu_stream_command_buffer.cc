@@ -4,7 +4,6 @@
 
 #include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_executable.h"
-#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::gpu {
 
@@ -17,37 +16,31 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
           using T = std::decay_t<decltype(c)>;
           if constexpr (std::is_same_v<T, cmd::Fill>) {
             HAL_ASSIGN_OR_RETURN(
-                ResolvedRef r,
-                utils::ResolveBufferRef(c.target, table, kWholeBuffer, "fill"));
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "fill"));
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst, GpuDeviceAddress(r, "fill"));
-            return api->MemsetAsync(dst, c.pattern, c.pattern_length,
+            return api->MemsetAsync(r.address, c.pattern, c.pattern_length,
                                     r.length / c.pattern_length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
             HAL_ASSIGN_OR_RETURN(
-                ResolvedRef r, utils::ResolveBufferRef(c.target, table,
-                                                       kWholeBuffer, "update"));
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "update"));
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 GpuDeviceAddress(r, "update"));
             // The payload lives in the command buffer, which the submission
             // keeps alive until the copy ran.
             const uint8_t* src = c.data.data();
-            return api->MemcpyAsync(dst, reinterpret_cast<GpuDevicePtr>(src),
+            return api->MemcpyAsync(r.address,
+                                    reinterpret_cast<GpuDevicePtr>(src),
                                     r.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
-            HAL_ASSIGN_OR_RETURN(ResolvedRef s,
-                                 utils::ResolveBufferRef(
-                                     c.source, table, c.length, "copy source"));
-            HAL_ASSIGN_OR_RETURN(ResolvedRef t,
-                                 utils::ResolveBufferRef(
-                                     c.target, table, c.length, "copy target"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange s,
+                ResolveGpuRange(c.source, table, c.length, "copy source"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange t,
+                ResolveGpuRange(c.target, table, c.length, "copy target"));
             if (c.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
-                                 GpuDeviceAddress(s, "copy source"));
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 GpuDeviceAddress(t, "copy target"));
-            return api->MemcpyAsync(dst, src, c.length, stream);
+            return api->MemcpyAsync(t.address, s.address, c.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
             return LaunchGpuDispatch(api, stream, c, table);
           } else {

@@ -7,7 +7,6 @@
 
 #include "drivers/sim/sim_device.h"
 #include "drivers/sim/sim_executable.h"
-#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::sim {
 
@@ -40,26 +39,20 @@ Status ExecuteCommand(const CommandBuffer& /*cb*/, const Command& c,
                       BindingTable table) {
   if (auto* f = std::get_if<cmd::Fill>(&c)) {
     HAL_ASSIGN_OR_RETURN(
-        ResolvedRef r,
-        utils::ResolveBufferRef(f->target, table, kWholeBuffer, "fill"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "fill"));
-    FillPattern(p, r.length, f->pattern, f->pattern_length);
+        SimRange r, ResolveSimRange(f->target, table, kWholeBuffer, "fill"));
+    FillPattern(r.data, r.length, f->pattern, f->pattern_length);
   } else if (auto* u = std::get_if<cmd::Update>(&c)) {
     HAL_ASSIGN_OR_RETURN(
-        ResolvedRef r,
-        utils::ResolveBufferRef(u->target, table, kWholeBuffer, "update"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "update"));
-    if (r.length) std::memcpy(p, u->data.data(), r.length);
+        SimRange r, ResolveSimRange(u->target, table, kWholeBuffer, "update"));
+    if (r.length) std::memcpy(r.data, u->data.data(), r.length);
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
     HAL_ASSIGN_OR_RETURN(
-        ResolvedRef s,
-        utils::ResolveBufferRef(cp->source, table, cp->length, "copy source"));
+        SimRange s,
+        ResolveSimRange(cp->source, table, cp->length, "copy source"));
     HAL_ASSIGN_OR_RETURN(
-        ResolvedRef d,
-        utils::ResolveBufferRef(cp->target, table, cp->length, "copy target"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * sp, SimStorage(s, "copy source"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * dp, SimStorage(d, "copy target"));
-    if (cp->length) std::memmove(dp, sp, cp->length);
+        SimRange d,
+        ResolveSimRange(cp->target, table, cp->length, "copy target"));
+    if (cp->length) std::memmove(d.data, s.data, cp->length);
   } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
     return ExecuteSimDispatch(*d, table);
   }

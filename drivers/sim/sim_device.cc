@@ -36,18 +36,21 @@ constexpr TraceToken kQueueHostCall{"queue_host_call"};
 
 }  // namespace
 
-StatusOr<uint8_t*> SimStorage(const ResolvedRef& ref, const char* what) {
+StatusOr<SimRange> ResolveSimRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what) {
+  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                       utils::ResolveBufferRef(ref, table, length, what));
   // SimBuffer is final: a type check is enough (no dynamic_cast per binding).
-  if (typeid(*ref.buffer) != typeid(SimBuffer)) [[unlikely]] {
+  if (typeid(*r.buffer) != typeid(SimBuffer)) [[unlikely]] {
     return InvalidArgumentError("%s: buffer does not belong to a sim device",
                                 what);
   }
-  auto* buffer = static_cast<SimBuffer*>(ref.buffer);
+  auto* buffer = static_cast<SimBuffer*>(r.buffer);
   uint8_t* base = buffer->host_storage();
   // An empty buffer is committed without memory (base stays null).
   HAL_RETURN_IF_ERROR(
-      utils::CheckCommitted(ref, base || buffer->committed(), what));
-  return base ? base + ref.offset : nullptr;
+      utils::CheckCommitted(r, base || buffer->committed(), what));
+  return SimRange{base ? base + r.offset : nullptr, r.length};
 }
 
 uint64_t SimBufferId(Buffer* allocated) {
@@ -267,11 +270,11 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
   op->AddAccess(root, SimBufferId(root), offset, length, true);
   op->run = [file = Ref<File>(source), target = Ref<Buffer>(target),
              source_offset, target_offset, length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                         utils::ResolveBufferRange(target.get(), target_offset,
-                                                   length, "queue_read"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "queue_read"));
-    return file->Read(source_offset, p, length);
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r,
+        ResolveSimRange(BufferRef::Direct(target.get(), target_offset, length),
+                        {}, kWholeBuffer, "queue_read"));
+    return file->Read(source_offset, r.data, length);
   };
   Submit(std::move(op));
   return OkStatus();
@@ -287,11 +290,11 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
   op->AddAccess(root, SimBufferId(root), offset, length, false);
   op->run = [file = Ref<File>(target), source = Ref<Buffer>(source),
              source_offset, target_offset, length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                         utils::ResolveBufferRange(source.get(), source_offset,
-                                                   length, "queue_write"));
-    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, "queue_write"));
-    return file->Write(target_offset, p, length);
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r,
+        ResolveSimRange(BufferRef::Direct(source.get(), source_offset, length),
+                        {}, kWholeBuffer, "queue_write"));
+    return file->Write(target_offset, r.data, length);
   };
   Submit(std::move(op));
   return OkStatus();

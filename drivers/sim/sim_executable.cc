@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "drivers/sim/sim_device.h"
-#include "hal/utils/buffer_ref_resolve.h"
 #include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim {
@@ -346,11 +345,10 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
                        d.workgroup_count[2]};
   if (d.indirect) {
     const char* what = "dispatch indirect workgroup count";
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
-                                            *d.indirect_workgroup_count, table,
-                                            kIndirectWorkgroupCountSize, what));
-    HAL_ASSIGN_OR_RETURN(uint8_t * p, SimStorage(r, what));
-    std::memcpy(count, p, sizeof(count));
+    HAL_ASSIGN_OR_RETURN(SimRange r,
+                         ResolveSimRange(*d.indirect_workgroup_count, table,
+                                         kIndirectWorkgroupCountSize, what));
+    std::memcpy(count, r.data, sizeof(count));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {
         return OutOfRangeError(
@@ -372,21 +370,19 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
                                 name, n, kMaxDispatchBindings);
   }
   for (uint32_t i = 0; i < n; ++i) {
-    StatusOr<ResolvedRef> r =
-        utils::ResolveBufferRef(d.bindings[i], table, kWholeBuffer, "");
-    StatusOr<uint8_t*> p = r.ok() ? SimStorage(*r, "") : r.status();
-    if (!p.ok()) [[unlikely]] {
-      // Formatted only on failure: the same calls again, with the binding
+    StatusOr<SimRange> r =
+        ResolveSimRange(d.bindings[i], table, kWholeBuffer, "");
+    if (!r.ok()) [[unlikely]] {
+      // Formatted only on failure: the same call again, with the binding
       // named in the message.
       char what[96];
       std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name,
                     i);
-      HAL_ASSIGN_OR_RETURN(
-          r, utils::ResolveBufferRef(d.bindings[i], table, kWholeBuffer, what));
-      HAL_ASSIGN_OR_RETURN(data[i], SimStorage(*r, what));
-    } else {
-      data[i] = *p;
+      StatusOr<SimRange> named =
+          ResolveSimRange(d.bindings[i], table, kWholeBuffer, what);
+      return named.ok() ? r.status() : named.status();
     }
+    data[i] = r->data;
     lengths[i] = r->length;
     flags[i] = static_cast<uint32_t>(f.binding_flags[i]);
   }

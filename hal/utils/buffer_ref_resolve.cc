@@ -64,13 +64,6 @@ StatusOr<ResolvedRef> ResolveBufferRef(const BufferRef& ref, BindingTable table,
   return r;
 }
 
-StatusOr<ResolvedRef> ResolveBufferRange(Buffer* buffer, DeviceSize offset,
-                                         DeviceSize length, const char* what) {
-  if (!buffer) return InvalidArgumentError("%s: null buffer", what);
-  return ResolveBufferRef(BufferRef::Direct(buffer, offset, length), {},
-                          kWholeBuffer, what);
-}
-
 Status CheckCommitted(const ResolvedRef& ref, bool committed,
                       const char* what) {
   if (committed) return OkStatus();

@@ -35,12 +35,6 @@ namespace hal::utils {
 StatusOr<ResolvedRef> ResolveBufferRef(const BufferRef& ref, BindingTable table,
                                        DeviceSize length, const char* what);
 
-// The same for `length` bytes at `offset` of `buffer` (a queue operation's
-// direct range, e.g. queue_read's target). INVALID_ARGUMENT for a null
-// buffer.
-StatusOr<ResolvedRef> ResolveBufferRange(Buffer* buffer, DeviceSize offset,
-                                         DeviceSize length, const char* what);
-
 // The driver's half, once it looked up its memory: `committed` says whether
 // the memory of `ref.buffer` (an allocated buffer) is there. When it is not,
 // whatever the length: FAILED_PRECONDITION, "used after its dealloca ran"

@@ -15,7 +15,7 @@ namespace {
 
 Ref<Buffer> NewBuffer(DeviceSize length = 1024,
                       BufferState state = BufferState::kLive) {
-  return testing::NewFakeBuffer(length, BufferUsage::kDefault, state);
+  return testutil::NewFakeBuffer(length, BufferUsage::kDefault, state);
 }
 
 void ExpectError(const StatusOr<ResolvedRef>& r, StatusCode code,
@@ -91,10 +91,9 @@ TEST(ResolveBufferRef, RangesOutsideOrOverflowingAreOutOfRange) {
   ExpectError(ResolveBufferRef(BufferRef::Direct(buffer.get(), 8, kMax), {},
                                kWholeBuffer, "fill"),
               StatusCode::kOutOfRange, "outside the buffer");
-  ExpectError(ResolveBufferRange(buffer.get(), kMax, 2, "queue_read"),
+  ExpectError(ResolveBufferRef(BufferRef::Direct(buffer.get(), kMax, 2), {},
+                               kWholeBuffer, "queue_read"),
               StatusCode::kOutOfRange, "queue_read: range");
-  ExpectError(ResolveBufferRange(nullptr, 0, 1, "queue_read"),
-              StatusCode::kInvalidArgument, "queue_read: null buffer");
 }
 
 TEST(ResolveBufferRef, FreedAllocationIsFailedPrecondition) {
@@ -112,13 +111,15 @@ TEST(ResolveBufferRef, FreedAllocationIsFailedPrecondition) {
               StatusCode::kFailedPrecondition,
               "dispatch of 'k': binding 0: buffer used after its dealloca ran");
   // Even an empty range of a freed buffer.
-  ExpectError(ResolveBufferRange(sub.get(), 0, 0, "queue_write"),
+  ExpectError(ResolveBufferRef(BufferRef::Direct(sub.get(), 0, 0), {},
+                               kWholeBuffer, "queue_write"),
               StatusCode::kFailedPrecondition, "after its dealloca ran");
 }
 
 TEST(CheckCommitted, NamesTheStateWhateverTheLength) {
   Ref<Buffer> reserved = NewBuffer(64, BufferState::kReserved);
-  auto r = ResolveBufferRange(reserved.get(), 0, 0, "queue_read");
+  auto r = ResolveBufferRef(BufferRef::Direct(reserved.get(), 0, 0), {},
+                            kWholeBuffer, "queue_read");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(CheckCommitted(*r, true, "queue_read").ok());
   Status s = CheckCommitted(*r, false, "queue_read");
@@ -131,7 +132,8 @@ TEST(CheckCommitted, NamesTheStateWhateverTheLength) {
 
   // A dealloca that ran between resolution and the driver's look-up.
   Ref<Buffer> live = NewBuffer(64);
-  auto l = ResolveBufferRange(live.get(), 0, 64, "copy source");
+  auto l =
+      ResolveBufferRef(BufferRef::Direct(live.get()), {}, 64, "copy source");
   ASSERT_TRUE(l.ok());
   ASSERT_TRUE(live->BeginDealloca().ok());
   live->MarkFreed();
