@@ -56,17 +56,18 @@ StatusOr<ResolvedRef> ResolveBufferRef(const BufferRef& ref, BindingTable table,
         (unsigned long long)ref.offset, (unsigned long long)shown,
         (unsigned long long)window);
   }
-  // The ranges fit, so the arithmetic of ResolveRef cannot overflow: each
-  // offset is at most its buffer's length, within the allocation.
-  ResolvedRef r = CommandBuffer::ResolveRef(ref, table);
-  if (length != kWholeBuffer) r.length = length;
-  HAL_RETURN_IF_ERROR(CheckNotFreed(*r.buffer, what));
-  return r;
+  HAL_RETURN_IF_ERROR(CheckNotFreed(*buffer->allocated_buffer(), what));
+  // CommandBuffer::ResolveRef's arithmetic, its checks done above (not a
+  // call: that would resolve both ranges again). The ranges fit, so nothing
+  // overflows: each offset is at most its buffer's length, within the
+  // allocation.
+  const DeviceSize base = ref.is_slot() ? table[ref.slot].offset : 0;
+  return ResolvedRef{buffer->allocated_buffer(),
+                     buffer->byte_offset() + base + ref.offset,
+                     length != kWholeBuffer ? length : resolved};
 }
 
-Status CheckCommitted(const ResolvedRef& ref, bool committed,
-                      const char* what) {
-  if (committed) return OkStatus();
+Status NotCommittedError(const ResolvedRef& ref, const char* what) {
   HAL_RETURN_IF_ERROR(CheckNotFreed(*ref.buffer, what));
   return FailedPreconditionError(
       "%s: buffer memory is not committed (%s); order the use after its "

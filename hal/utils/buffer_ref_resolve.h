@@ -40,6 +40,16 @@ StatusOr<ResolvedRef> ResolveBufferRef(const BufferRef& ref, BindingTable table,
 // whatever the length: FAILED_PRECONDITION, "used after its dealloca ran"
 // when a dealloca freed it, else "not committed" naming the buffer's state
 // (the use was not ordered after its queue_alloca).
-Status CheckCommitted(const ResolvedRef& ref, bool committed, const char* what);
+inline Status CheckCommitted(const ResolvedRef& ref, bool committed,
+                             const char* what);
+// CheckCommitted's error, for memory that is not there.
+Status NotCommittedError(const ResolvedRef& ref, const char* what);
+
+inline Status CheckCommitted(const ResolvedRef& ref, bool committed,
+                             const char* what) {
+  if (committed) [[likely]]
+    return OkStatus();
+  return NotCommittedError(ref, what);
+}
 
 }  // namespace hal::utils
