@@ -24,6 +24,9 @@ namespace hal {
 
 class Allocator;
 class Buffer;
+namespace internal {
+struct BufferInternal;
+}  // namespace internal
 
 // Life of the memory behind an allocated buffer; queue_alloca/dealloca move
 // it along, synchronous allocations start kLive.
@@ -173,11 +176,6 @@ class Buffer : public RefCounted {
   void MarkCommitted();
   void MarkFreed();
 
-  // For drivers whose memory the CPU can address directly (the simulator and
-  // vendor-API simulators): the host address of byte 0 of the allocated
-  // buffer, or nullptr. Bypasses mapping rules; not for HAL users.
-  virtual uint8_t* host_storage() { return nullptr; }
-
  protected:
   // For allocated buffers (driver subclasses).
   explicit Buffer(const Params& params);
@@ -195,6 +193,12 @@ class Buffer : public RefCounted {
 
  private:
   friend class BufferMapping;
+  friend struct internal::BufferInternal;
+  // For drivers whose memory the CPU addresses directly (the simulator): the
+  // host address of byte 0 of this allocated buffer, or nullptr. Bypasses
+  // the mapping rules, so it is reached only through
+  // hal/utils/buffer_internal.h, never by HAL users.
+  virtual uint8_t* HostStorageImpl() { return nullptr; }
   class SubspanBuffer;
   Buffer(Ref<Buffer> parent, DeviceSize offset, DeviceSize length);
 

@@ -3,8 +3,9 @@
 // Every driver records into this one deferred command buffer; validation
 // happens here, at record time for direct buffer references and at submit
 // time (ValidateSubmission) for binding-table slots. Drivers replay the
-// command list (commands()) onto their queues, resolving slots with
-// ResolveRef.
+// command list (commands()) onto their queues and resolve each reference
+// when its work runs with hal/utils/buffer_ref_resolve.h, which checks it
+// again (a dealloca may have run since submission).
 //
 // Semantics: commands between two execution barriers may run in any order
 // and may overlap; events order a signal before later waits.
@@ -296,7 +297,10 @@ class CommandBuffer : public RefCounted {
   // On success a one-shot command buffer is marked submitted.
   Status ValidateSubmission(BindingTable table);
 
-  // Resolves a recorded reference (validated by ValidateSubmission).
+  // Resolves a recorded reference (validated by ValidateSubmission against
+  // `table`), without checks: for use at submission, e.g. to plan hazards.
+  // Work that runs later resolves with utils::ResolveBufferRef
+  // (hal/utils/buffer_ref_resolve.h), which checks first and then calls this.
   static ResolvedRef ResolveRef(const BufferRef& ref, BindingTable table);
 
  protected:

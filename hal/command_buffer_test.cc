@@ -8,40 +8,14 @@
 #include <vector>
 
 #include "hal/allocator.h"
+#include "hal/testing/fake_buffer.h"
 
 namespace hal {
 namespace {
 
-// A buffer with no memory behind it: recording only looks at its usage,
-// state and range.
-class FakeBuffer final : public Buffer {
- public:
-  FakeBuffer(BufferUsage usage, DeviceSize length)
-      : Buffer(MakeParams(usage, length)) {}
-
- protected:
-  StatusOr<uint8_t*> MapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return UnimplementedError("fake buffer");
-  }
-  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return OkStatus();
-  }
-  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-
- private:
-  static Params MakeParams(BufferUsage usage, DeviceSize length) {
-    Params p;
-    p.memory_type = MemoryType::kDeviceLocal;
-    p.allowed_usage = usage;
-    p.byte_length = length;
-    return p;
-  }
-};
-
 Ref<Buffer> NewBuffer(BufferUsage usage = BufferUsage::kDefault,
                       DeviceSize length = 1024) {
-  return Ref<Buffer>::Adopt(new FakeBuffer(usage, length));
+  return testutil::NewFakeBuffer(length, usage);
 }
 
 Ref<CommandBuffer> NewRecording(BlockPool* pool = nullptr,

@@ -8,37 +8,13 @@
 #include <atomic>
 #include <thread>
 
+#include "hal/testing/fake_buffer.h"
+
 namespace hal {
 namespace {
 
-class FakeBuffer final : public Buffer {
- public:
-  FakeBuffer(BufferState initial, DeviceSize length)
-      : Buffer(MakeParams(initial, length)) {}
-
- protected:
-  StatusOr<uint8_t*> MapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return UnimplementedError("fake buffer");
-  }
-  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return OkStatus();
-  }
-  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
-
- private:
-  static Params MakeParams(BufferState initial, DeviceSize length) {
-    Params p;
-    p.memory_type = MemoryType::kDeviceLocal;
-    p.allowed_usage = BufferUsage::kDefault;
-    p.byte_length = length;
-    p.initial_state = initial;
-    return p;
-  }
-};
-
 Ref<Buffer> NewBuffer(BufferState initial, DeviceSize length = 64) {
-  return Ref<Buffer>::Adopt(new FakeBuffer(initial, length));
+  return testutil::NewFakeBuffer(length, BufferUsage::kDefault, initial);
 }
 
 // Counts the ...Impl calls; queues nothing.

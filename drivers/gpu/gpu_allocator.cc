@@ -1,6 +1,21 @@
 #include "drivers/gpu/gpu_allocator.h"
 
+#include "hal/utils/buffer_ref_resolve.h"
+
 namespace hal::gpu {
+
+StatusOr<GpuRange> ResolveGpuRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what) {
+  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                       utils::ResolveBufferRef(ref, table, length, what));
+  auto* buffer = dynamic_cast<GpuBuffer*>(r.buffer);
+  if (!buffer) {
+    return InvalidArgumentError("%s: buffer does not belong to a GPU device",
+                                what);
+  }
+  HAL_RETURN_IF_ERROR(utils::CheckCommitted(r, buffer->committed(), what));
+  return GpuRange{buffer->device_ptr() + r.offset, r.length};
+}
 
 namespace {
 // What the APIs guarantee for every allocation (CUDA and HIP: 256 bytes for

@@ -17,6 +17,7 @@
 #include "drivers/gpu/gpu_api.h"
 #include "hal/allocator.h"
 #include "hal/buffer.h"
+#include "hal/command_buffer.h"
 
 namespace hal::gpu {
 
@@ -76,6 +77,20 @@ class GpuBuffer final : public Buffer {
   uint8_t* host_ptr_ = nullptr;  // host address of byte 0 (host-visible)
   Allocator::ReleaseCallback release_;  // imports
 };
+
+// A buffer reference's device range when its work is enqueued, for a
+// command that touches `length` bytes of it (kWholeBuffer: all of it):
+// resolved and checked by utils::ResolveBufferRef
+// (hal/utils/buffer_ref_resolve.h: slot, ranges, freed), then
+// INVALID_ARGUMENT for a buffer of another driver and FAILED_PRECONDITION
+// when its memory is not committed, whatever the length. `what` names the
+// command in the message.
+struct GpuRange {
+  GpuDevicePtr address = 0;
+  DeviceSize length = 0;
+};
+StatusOr<GpuRange> ResolveGpuRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what);
 
 class GpuAllocator final : public Allocator {
  public:

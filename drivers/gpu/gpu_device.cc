@@ -3,6 +3,7 @@
 #include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_semaphore.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
+#include "hal/utils/file_staging.h"
 
 namespace hal::gpu {
 
@@ -136,38 +137,28 @@ Status GpuDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
 }
 
 namespace {
-// Pinned host memory that a file transfer goes through: the host half does
-// the file I/O, the device half the copy. Freed when both halves are gone.
+// Pinned host memory that a file transfer goes through
+// (hal/utils/file_staging.h), and the address the device copies with.
 struct Staging {
-  std::shared_ptr<GpuApi> api;
-  void* host = nullptr;
+  std::shared_ptr<utils::FileStaging> memory;
   GpuDevicePtr device = 0;
-  ~Staging() {
-    if (host) api->MemFreeHost(host).IgnoreError();
-  }
 };
 
 StatusOr<std::shared_ptr<Staging>> NewStaging(std::shared_ptr<GpuApi> api,
                                               DeviceSize length) {
   auto staging = std::make_shared<Staging>();
-  staging->api = std::move(api);
+  HAL_ASSIGN_OR_RETURN(
+      staging->memory,
+      utils::FileStaging::Create(
+          length,
+          [&api](DeviceSize n, void** host) {
+            return api->MemAllocHost(n, host);
+          },
+          [api](void* host) { api->MemFreeHost(host).IgnoreError(); }));
   if (length == 0) return staging;
-  HAL_RETURN_IF_ERROR(staging->api->MemAllocHost(length, &staging->host));
   HAL_RETURN_IF_ERROR(
-      staging->api->HostDevicePointer(staging->host, &staging->device));
+      api->HostDevicePointer(staging->memory->host(), &staging->device));
   return staging;
-}
-
-StatusOr<GpuDevicePtr> BufferAddress(Buffer* buffer, DeviceSize offset,
-                                     const char* what) {
-  ResolvedRef r{buffer->allocated_buffer(), buffer->byte_offset() + offset, 0};
-  auto* gpu_buffer = dynamic_cast<GpuBuffer*>(r.buffer);
-  if (!gpu_buffer) return InvalidArgumentError("%s: not a GPU buffer", what);
-  if (!gpu_buffer->committed()) {
-    return FailedPreconditionError("%s: buffer memory is not committed (%s)",
-                                   what, BufferStateName(gpu_buffer->state()));
-  }
-  return gpu_buffer->device_ptr() + r.offset;
 }
 }  // namespace
 
@@ -175,27 +166,25 @@ Status GpuDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
                                 SemaphoreList signal, File* source,
                                 uint64_t source_offset, Buffer* target,
                                 DeviceSize target_offset, DeviceSize length) {
-  // Host half (file -> staging) signals `staged`; the device half (staging
-  // -> buffer) waits on it. A failure on either side fails the signals.
+  // Host half (file -> staging), then the device half (staging -> buffer).
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<Staging> staging,
                        NewStaging(api_, length));
-  Ref<Semaphore> staged = Semaphore::Create(0);
-  SemaphorePoint staged_point{staged.get(), 1};
-  auto host = NewAction("queue_read(file)", affinity, wait, {&staged_point, 1});
+  utils::StagedHalves halves;
+  auto host = NewAction("queue_read(file)", affinity, wait, halves.list());
   host->kind = GpuAction::Kind::kHost;
-  host->host_work = [file = Ref<File>(source), staging, source_offset,
-                     length]() -> Status {
-    return file->Read(source_offset, staging->host, length);
+  host->host_work = [file = Ref<File>(source), staging,
+                     source_offset]() -> Status {
+    return staging->memory->ReadFrom(*file, source_offset);
   };
-  auto copy =
-      NewAction("queue_read(copy)", affinity, {&staged_point, 1}, signal);
+  auto copy = NewAction("queue_read(copy)", affinity, halves.list(), signal);
   copy->issue = [staging, target = Ref<Buffer>(target), target_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
-    if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(
-        GpuDevicePtr dst,
-        BufferAddress(target.get(), target_offset, "queue_read"));
-    return api->MemcpyAsync(dst, staging->device, length, stream);
+        GpuRange dst,
+        ResolveGpuRange(BufferRef::Direct(target.get(), target_offset, length),
+                        {}, kWholeBuffer, "queue_read"));
+    if (length == 0) return OkStatus();
+    return api->MemcpyAsync(dst.address, staging->device, length, stream);
   };
   pending_->Enqueue(std::move(host));
   pending_->Enqueue(std::move(copy));
@@ -206,26 +195,25 @@ Status GpuDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
                                  SemaphoreList signal, Buffer* source,
                                  DeviceSize source_offset, File* target,
                                  uint64_t target_offset, DeviceSize length) {
+  // Device half (buffer -> staging), then the host half (staging -> file).
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<Staging> staging,
                        NewStaging(api_, length));
-  Ref<Semaphore> staged = Semaphore::Create(0);
-  SemaphorePoint staged_point{staged.get(), 1};
-  auto copy =
-      NewAction("queue_write(copy)", affinity, wait, {&staged_point, 1});
+  utils::StagedHalves halves;
+  auto copy = NewAction("queue_write(copy)", affinity, wait, halves.list());
   copy->issue = [staging, source = Ref<Buffer>(source), source_offset, length,
                  api = api_.get()](GpuStream stream) -> Status {
-    if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(
-        GpuDevicePtr src,
-        BufferAddress(source.get(), source_offset, "queue_write"));
-    return api->MemcpyAsync(staging->device, src, length, stream);
+        GpuRange src,
+        ResolveGpuRange(BufferRef::Direct(source.get(), source_offset, length),
+                        {}, kWholeBuffer, "queue_write"));
+    if (length == 0) return OkStatus();
+    return api->MemcpyAsync(staging->device, src.address, length, stream);
   };
-  auto host =
-      NewAction("queue_write(file)", affinity, {&staged_point, 1}, signal);
+  auto host = NewAction("queue_write(file)", affinity, halves.list(), signal);
   host->kind = GpuAction::Kind::kHost;
-  host->host_work = [file = Ref<File>(target), staging, target_offset,
-                     length]() -> Status {
-    return file->Write(target_offset, staging->host, length);
+  host->host_work = [file = Ref<File>(target), staging,
+                     target_offset]() -> Status {
+    return staging->memory->WriteTo(*file, target_offset);
   };
   pending_->Enqueue(std::move(copy));
   pending_->Enqueue(std::move(host));

@@ -89,28 +89,6 @@ class GpuExecutableCache final : public ExecutableCache {
   std::shared_ptr<GpuApi> api_;
 };
 
-// The device address of a resolved reference, or an error when its memory
-// is not there.
-StatusOr<GpuDevicePtr> DeviceAddress(const ResolvedRef& ref,
-                                     const std::string& what) {
-  auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
-  if (!buffer) {
-    return InvalidArgumentError("%s: buffer does not belong to a GPU device",
-                                what.c_str());
-  }
-  if (buffer->state() == BufferState::kFreed) {
-    return FailedPreconditionError("%s: buffer used after its dealloca ran",
-                                   what.c_str());
-  }
-  if (!buffer->committed()) {
-    return FailedPreconditionError(
-        "%s: buffer memory is not committed (%s); order the use after its "
-        "queue_alloca with a semaphore",
-        what.c_str(), BufferStateName(buffer->state()));
-  }
-  return buffer->device_ptr() + ref.offset;
-}
-
 }  // namespace
 
 StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
@@ -159,10 +137,11 @@ StatusOr<GpuKernelLaunch> ResolveLaunch(const GpuExecutable* exe,
   // Parameters: binding pointers, then constants (docs/executables.md).
   launch.pointers.resize(f.binding_count);
   for (uint32_t i = 0; i < f.binding_count; ++i) {
-    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
+    const std::string what = name + ": binding " + std::to_string(i);
     HAL_ASSIGN_OR_RETURN(
-        launch.pointers[i],
-        DeviceAddress(r, name + ": binding " + std::to_string(i)));
+        GpuRange r,
+        ResolveGpuRange(d.bindings[i], table, kWholeBuffer, what.c_str()));
+    launch.pointers[i] = r.address;
   }
   launch.constants.assign(d.constants.begin(), d.constants.end());
   return launch;
@@ -187,12 +166,13 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
     // Host round trip (see the header): no API launches with a grid read
     // from device memory.
     const std::string name = DispatchName(exe, d);
-    ResolvedRef r =
-        CommandBuffer::ResolveRef(*d.indirect_workgroup_count, table);
-    HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
-                         DeviceAddress(r, name + ": indirect count"));
+    const std::string what = name + ": indirect count";
+    HAL_ASSIGN_OR_RETURN(
+        GpuRange src,
+        ResolveGpuRange(*d.indirect_workgroup_count, table,
+                        kIndirectWorkgroupCountSize, what.c_str()));
     HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),
-                                         src, sizeof(count), stream));
+                                         src.address, sizeof(count), stream));
     HAL_RETURN_IF_ERROR(api->StreamSynchronize(stream));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {

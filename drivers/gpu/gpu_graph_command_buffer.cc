@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
 
@@ -40,31 +41,37 @@ StatusOr<std::vector<GraphOp>> PlanGraph(GpuApi* api, const CommandBuffer& cb,
           using T = std::decay_t<decltype(c)>;
           GraphOp op;
           if constexpr (std::is_same_v<T, cmd::Fill>) {
-            ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "fill"));
             if (r.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kFill;
-            HAL_ASSIGN_OR_RETURN(op.dst, CommandDeviceAddress(r, "fill"));
+            op.dst = r.address;
             op.size = r.length;
             op.pattern = c.pattern;
             op.pattern_length = c.pattern_length;
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
-            ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "update"));
             if (r.length == 0) return OkStatus();
             op.kind = GraphOp::Kind::kUpdate;
-            HAL_ASSIGN_OR_RETURN(op.dst, CommandDeviceAddress(r, "update"));
+            op.dst = r.address;
             op.data_offset = payload->size();
             payload->insert(payload->end(), c.data.begin(),
                             c.data.begin() + r.length);
             op.size = r.length;
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange s,
+                ResolveGpuRange(c.source, table, c.length, "copy source"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange t,
+                ResolveGpuRange(c.target, table, c.length, "copy target"));
             if (c.length == 0) return OkStatus();
-            ResolvedRef s = CommandBuffer::ResolveRef(c.source, table);
-            ResolvedRef t = CommandBuffer::ResolveRef(c.target, table);
             op.kind = GraphOp::Kind::kCopy;
-            HAL_ASSIGN_OR_RETURN(op.src,
-                                 CommandDeviceAddress(s, "copy source"));
-            HAL_ASSIGN_OR_RETURN(op.dst,
-                                 CommandDeviceAddress(t, "copy target"));
+            op.src = s.address;
+            op.dst = t.address;
             op.size = c.length;
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
             op.kind = GraphOp::Kind::kDispatch;

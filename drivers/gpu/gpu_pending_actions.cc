@@ -20,9 +20,7 @@ void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
       failed_at_submission = payload.status();
     }
   }
-  for (const SemaphorePoint& p : signal) {
-    signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
-  }
+  utils::RetainPoints(signal, &signals);
 }
 
 // State shared with host functions and timepoint callbacks, which may run
@@ -56,22 +54,6 @@ struct GpuPendingActions::HostQueue {
   bool stop = false;
   std::thread thread;
 };
-
-namespace {
-void SignalAll(GpuAction& action, const Status& status) {
-  for (auto& [sem, value] : action.signals) {
-    if (status.ok()) {
-      // Submission checked that the value was above the payload; a signal
-      // overtaken since (someone raised the payload to it or past it) fails
-      // the semaphore, as hal/device.h says, rather than vanish.
-      Status signaled = sem->Signal(value);
-      if (!signaled.ok()) sem->Fail(signaled);
-    } else {
-      sem->Fail(status);
-    }
-  }
-}
-}  // namespace
 
 GpuPendingActions::GpuPendingActions(std::shared_ptr<GpuApi> api,
                                      std::shared_ptr<GpuEventPool> events,
@@ -198,17 +180,12 @@ bool GpuPendingActions::ScanPending() {
     for (size_t i = 0; i < a->waits.size() && failure.ok(); ++i) {
       if (a->wait_reached[i].load()) continue;
       auto& [sem, value] = a->waits[i];
-      // Reached, not Query: a value reached before a later failure keeps
-      // the wait satisfied (Query would report the failure).
-      if (sem->Reached(value)) {
+      utils::WaitState state = utils::CheckWait(*sem, value, &failure);
+      if (state == utils::WaitState::kReached) {
         a->wait_reached[i].store(true);
         continue;
       }
-      StatusOr<uint64_t> payload = sem->Query();
-      if (!payload.ok()) {
-        failure = payload.status();
-        break;
-      }
+      if (state == utils::WaitState::kFailed) break;
       if (a->kind == GpuAction::Kind::kDevice) {
         auto* gpu_sem = dynamic_cast<GpuSemaphore*>(sem.get());
         if (gpu_sem && gpu_sem->owner() == owner_) {
@@ -336,18 +313,14 @@ bool GpuPendingActions::TryComplete(GpuAction* action) {
     for (size_t i = 0; i < action->waits.size(); ++i) {
       if (action->wait_reached[i].load()) continue;
       auto& [sem, value] = action->waits[i];
-      // Reached, not Query: the semaphore may have reached the value and
-      // failed afterwards (a later operation failed it); the wait stays
-      // satisfied.
-      if (sem->Reached(value)) {
+      // The semaphore may have reached the value and failed afterwards (a
+      // later operation failed it); the wait stays satisfied (CheckWait).
+      utils::WaitState state = utils::CheckWait(*sem, value, &status);
+      if (state == utils::WaitState::kReached) {
         action->wait_reached[i].store(true);
         continue;
       }
-      StatusOr<uint64_t> payload = sem->Query();
-      if (!payload.ok()) {
-        status = payload.status();
-        break;
-      }
+      if (state == utils::WaitState::kFailed) break;
       RegisterWakeups(action);
       return false;
     }
@@ -364,7 +337,7 @@ void GpuPendingActions::Finish(std::unique_ptr<GpuAction> action,
                                Status status) {
   CancelWakeups(action.get());
   if (action->complete) status = action->complete(status);
-  SignalAll(*action, status);
+  utils::CompleteSignals(action->signals, status);
   action.reset();
   shared_->Done();
 }
@@ -372,8 +345,7 @@ void GpuPendingActions::Finish(std::unique_ptr<GpuAction> action,
 void GpuPendingActions::Abandon(std::unique_ptr<GpuAction> action,
                                 const Status& status) {
   CancelWakeups(action.get());
-  if (action->abandon) action->abandon(status);
-  SignalAll(*action, status);
+  utils::AbandonQueueOp(action->abandon, action->signals, status);
   action.reset();
   shared_->Done();
 }
@@ -403,7 +375,7 @@ void GpuPendingActions::HostMain(HostQueue* queue) {
     }
     Status status = action->host_work ? action->host_work() : OkStatus();
     if (action->complete) status = action->complete(status);
-    SignalAll(*action, status);
+    utils::CompleteSignals(action->signals, status);
     action.reset();
     shared_->Done();
   }

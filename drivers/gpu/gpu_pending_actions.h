@@ -46,6 +46,7 @@
 #include "drivers/gpu/gpu_event_pool.h"
 #include "hal/semaphore.h"
 #include "hal/types.h"
+#include "hal/utils/queue_op.h"
 
 namespace hal::gpu {
 
@@ -54,7 +55,7 @@ struct GpuAction {
   Kind kind = Kind::kDevice;
   const char* name = "";
   int queue = 0;
-  std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits;
+  std::vector<utils::RetainedPoint> waits;
   // Per wait: its semaphore reached the value on the host (seen at
   // submission by SetPoints, or by a timepoint callback on the thread that
   // signalled it, or by the worker). Such a wait stays satisfied when the
@@ -66,7 +67,7 @@ struct GpuAction {
   // reached before it failed. Waits still open at submission are decided by
   // Semaphore::Reached, which keeps values reached before a later failure.
   Status failed_at_submission;
-  std::vector<std::pair<Ref<Semaphore>, uint64_t>> signals;
+  std::vector<utils::RetainedPoint> signals;
   // kDevice: enqueues the work on `stream`; may be empty (a barrier). Runs on
   // the worker after the stream waits were enqueued.
   std::function<Status(GpuStream stream)> issue;

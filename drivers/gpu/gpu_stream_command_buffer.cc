@@ -7,26 +7,6 @@
 
 namespace hal::gpu {
 
-StatusOr<GpuDevicePtr> CommandDeviceAddress(const ResolvedRef& ref,
-                                            const char* what) {
-  auto* buffer = dynamic_cast<GpuBuffer*>(ref.buffer);
-  if (!buffer) {
-    return InvalidArgumentError("%s: buffer does not belong to a GPU device",
-                                what);
-  }
-  if (buffer->state() == BufferState::kFreed) {
-    return FailedPreconditionError("%s: buffer used after its dealloca ran",
-                                   what);
-  }
-  if (!buffer->committed()) {
-    return FailedPreconditionError(
-        "%s: buffer memory is not committed (%s); order the use after its "
-        "queue_alloca with a semaphore",
-        what, BufferStateName(buffer->state()));
-  }
-  return buffer->device_ptr() + ref.offset;
-}
-
 Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                    const CommandBuffer& command_buffer,
                                    BindingTable table) {
@@ -35,31 +15,32 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
         [&](const auto& c) -> Status {
           using T = std::decay_t<decltype(c)>;
           if constexpr (std::is_same_v<T, cmd::Fill>) {
-            ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "fill"));
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 CommandDeviceAddress(r, "fill"));
-            return api->MemsetAsync(dst, c.pattern, c.pattern_length,
+            return api->MemsetAsync(r.address, c.pattern, c.pattern_length,
                                     r.length / c.pattern_length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
-            ResolvedRef r = CommandBuffer::ResolveRef(c.target, table);
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange r,
+                ResolveGpuRange(c.target, table, kWholeBuffer, "update"));
             if (r.length == 0) return OkStatus();
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 CommandDeviceAddress(r, "update"));
             // The payload lives in the command buffer, which the submission
             // keeps alive until the copy ran.
             const uint8_t* src = c.data.data();
-            return api->MemcpyAsync(dst, reinterpret_cast<GpuDevicePtr>(src),
+            return api->MemcpyAsync(r.address,
+                                    reinterpret_cast<GpuDevicePtr>(src),
                                     r.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Copy>) {
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange s,
+                ResolveGpuRange(c.source, table, c.length, "copy source"));
+            HAL_ASSIGN_OR_RETURN(
+                GpuRange t,
+                ResolveGpuRange(c.target, table, c.length, "copy target"));
             if (c.length == 0) return OkStatus();
-            ResolvedRef s = CommandBuffer::ResolveRef(c.source, table);
-            ResolvedRef t = CommandBuffer::ResolveRef(c.target, table);
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr src,
-                                 CommandDeviceAddress(s, "copy source"));
-            HAL_ASSIGN_OR_RETURN(GpuDevicePtr dst,
-                                 CommandDeviceAddress(t, "copy target"));
-            return api->MemcpyAsync(dst, src, c.length, stream);
+            return api->MemcpyAsync(t.address, s.address, c.length, stream);
           } else if constexpr (std::is_same_v<T, cmd::Dispatch>) {
             return LaunchGpuDispatch(api, stream, c, table);
           } else {

@@ -13,13 +13,6 @@
 
 namespace hal::gpu {
 
-// The device address of a resolved reference: FAILED_PRECONDITION for a
-// buffer whose memory is not there (freed, or a queue_alloca not ordered
-// before), INVALID_ARGUMENT for a buffer of another device kind. `what`
-// names the command in the message.
-StatusOr<GpuDevicePtr> CommandDeviceAddress(const ResolvedRef& ref,
-                                            const char* what);
-
 // Enqueues every command of `command_buffer` (validated by
 // ValidateSubmission against `table`) on `stream`. The command buffer and
 // the table's buffers must stay alive until the stream passes this work.

@@ -15,8 +15,8 @@ namespace hal::sim {
 
 class SimBuffer final : public Buffer {
  public:
-  // The memory, or nullptr while reserved or after a dealloca.
-  uint8_t* host_storage() override {
+  // The memory, or nullptr while reserved, after a dealloca, or when empty.
+  uint8_t* host_storage() const {
     return storage_.load(std::memory_order_acquire);
   }
   // Allocates the memory of a reserved buffer (queue_alloca's commit).
@@ -39,6 +39,8 @@ class SimBuffer final : public Buffer {
 
  private:
   friend class SimAllocator;
+  // hal/utils/buffer_internal.h: the memory, for tests that look at it.
+  uint8_t* HostStorageImpl() override { return host_storage(); }
   SimBuffer(const Params& params, uint64_t id, DeviceSize alignment,
             void* imported, Allocator::ReleaseCallback release);
   ~SimBuffer() override;

@@ -38,19 +38,21 @@ void FillPattern(uint8_t* p, DeviceSize length, uint32_t pattern,
 Status ExecuteCommand(const CommandBuffer& /*cb*/, const Command& c,
                       BindingTable table) {
   if (auto* f = std::get_if<cmd::Fill>(&c)) {
-    ResolvedRef r = CommandBuffer::ResolveRef(f->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "fill"));
-    FillPattern(p, r.length, f->pattern, f->pattern_length);
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r, ResolveSimRange(f->target, table, kWholeBuffer, "fill"));
+    FillPattern(r.data, r.length, f->pattern, f->pattern_length);
   } else if (auto* u = std::get_if<cmd::Update>(&c)) {
-    ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* p, SimStorage(r.buffer, r.offset, r.length, "update"));
-    if (r.length) std::memcpy(p, u->data.data(), r.length);
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r, ResolveSimRange(u->target, table, kWholeBuffer, "update"));
+    if (r.length) std::memcpy(r.data, u->data.data(), r.length);
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
-    ResolvedRef s = CommandBuffer::ResolveRef(cp->source, table);
-    ResolvedRef d = CommandBuffer::ResolveRef(cp->target, table);
-    HAL_ASSIGN_OR_RETURN(uint8_t* sp, SimStorage(s.buffer, s.offset, cp->length, "copy source"));
-    HAL_ASSIGN_OR_RETURN(uint8_t* dp, SimStorage(d.buffer, d.offset, cp->length, "copy target"));
-    if (cp->length) std::memmove(dp, sp, cp->length);
+    HAL_ASSIGN_OR_RETURN(
+        SimRange s,
+        ResolveSimRange(cp->source, table, cp->length, "copy source"));
+    HAL_ASSIGN_OR_RETURN(
+        SimRange d,
+        ResolveSimRange(cp->target, table, cp->length, "copy target"));
+    if (cp->length) std::memmove(d.data, s.data, cp->length);
   } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
     return ExecuteSimDispatch(*d, table);
   }

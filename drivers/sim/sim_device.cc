@@ -7,6 +7,7 @@
 
 #include "drivers/sim/sim_command_buffer.h"
 #include "drivers/sim/sim_executable.h"
+#include "hal/utils/buffer_ref_resolve.h"
 
 namespace hal::sim {
 
@@ -35,22 +36,21 @@ constexpr TraceToken kQueueHostCall{"queue_host_call"};
 
 }  // namespace
 
-StatusOr<uint8_t*> SimStorage(Buffer* allocated, DeviceSize offset,
-                              DeviceSize length, const char* what) {
-  BufferState state = allocated->state();
-  if (state == BufferState::kFreed) {
-    return FailedPreconditionError("%s: buffer used after its dealloca ran",
-                                   what);
+StatusOr<SimRange> ResolveSimRange(const BufferRef& ref, BindingTable table,
+                                   DeviceSize length, const char* what) {
+  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                       utils::ResolveBufferRef(ref, table, length, what));
+  // SimBuffer is final: a type check is enough (no dynamic_cast per binding).
+  if (typeid(*r.buffer) != typeid(SimBuffer)) [[unlikely]] {
+    return InvalidArgumentError("%s: buffer does not belong to a sim device",
+                                what);
   }
-  uint8_t* base = allocated->host_storage();
-  if (!base) {
-    if (length == 0) return static_cast<uint8_t*>(nullptr);
-    return FailedPreconditionError(
-        "%s: buffer memory is not committed (%s); order the use after its "
-        "queue_alloca with a semaphore",
-        what, BufferStateName(state));
-  }
-  return base + offset;
+  auto* buffer = static_cast<SimBuffer*>(r.buffer);
+  uint8_t* base = buffer->host_storage();
+  // An empty buffer is committed without memory (base stays null).
+  HAL_RETURN_IF_ERROR(
+      utils::CheckCommitted(r, base || buffer->committed(), what));
+  return SimRange{base ? base + r.offset : nullptr, r.length};
 }
 
 uint64_t SimBufferId(Buffer* allocated) {
@@ -268,11 +268,13 @@ Status SimDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
   Buffer* root = target->allocated_buffer();
   DeviceSize offset = target->byte_offset() + target_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, true);
-  op->run = [file = Ref<File>(source), root, source_offset, offset,
-             length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t * p,
-                         SimStorage(root, offset, length, "queue_read"));
-    return file->Read(source_offset, p, length);
+  op->run = [file = Ref<File>(source), target = Ref<Buffer>(target),
+             source_offset, target_offset, length]() -> Status {
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r,
+        ResolveSimRange(BufferRef::Direct(target.get(), target_offset, length),
+                        {}, kWholeBuffer, "queue_read"));
+    return file->Read(source_offset, r.data, length);
   };
   Submit(std::move(op));
   return OkStatus();
@@ -286,11 +288,13 @@ Status SimDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
   Buffer* root = source->allocated_buffer();
   DeviceSize offset = source->byte_offset() + source_offset;
   op->AddAccess(root, SimBufferId(root), offset, length, false);
-  op->run = [file = Ref<File>(target), root, offset, target_offset,
-             length]() -> Status {
-    HAL_ASSIGN_OR_RETURN(uint8_t * p,
-                         SimStorage(root, offset, length, "queue_write"));
-    return file->Write(target_offset, p, length);
+  op->run = [file = Ref<File>(target), source = Ref<Buffer>(source),
+             source_offset, target_offset, length]() -> Status {
+    HAL_ASSIGN_OR_RETURN(
+        SimRange r,
+        ResolveSimRange(BufferRef::Direct(source.get(), source_offset, length),
+                        {}, kWholeBuffer, "queue_write"));
+    return file->Write(target_offset, r.data, length);
   };
   Submit(std::move(op));
   return OkStatus();

@@ -344,12 +344,11 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
   uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
                        d.workgroup_count[2]};
   if (d.indirect) {
-    ResolvedRef r =
-        CommandBuffer::ResolveRef(*d.indirect_workgroup_count, table);
-    HAL_ASSIGN_OR_RETURN(
-        uint8_t * p, SimStorage(r.buffer, r.offset, kIndirectWorkgroupCountSize,
-                                "dispatch indirect workgroup count"));
-    std::memcpy(count, p, sizeof(count));
+    const char* what = "dispatch indirect workgroup count";
+    HAL_ASSIGN_OR_RETURN(SimRange r,
+                         ResolveSimRange(*d.indirect_workgroup_count, table,
+                                         kIndirectWorkgroupCountSize, what));
+    std::memcpy(count, r.data, sizeof(count));
     for (uint32_t c : count) {
       if (c > kMaxWorkgroupCount) {
         return OutOfRangeError(
@@ -371,19 +370,20 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
                                 name, n, kMaxDispatchBindings);
   }
   for (uint32_t i = 0; i < n; ++i) {
-    ResolvedRef r = CommandBuffer::ResolveRef(d.bindings[i], table);
-    StatusOr<uint8_t*> p = SimStorage(r.buffer, r.offset, r.length, "");
-    if (!p.ok()) {
-      // Formatted only on failure (SimStorage puts `what` in its message).
+    StatusOr<SimRange> r =
+        ResolveSimRange(d.bindings[i], table, kWholeBuffer, "");
+    if (!r.ok()) [[unlikely]] {
+      // Formatted only on failure: the same call again, with the binding
+      // named in the message.
       char what[96];
       std::snprintf(what, sizeof(what), "dispatch of '%s': binding %u", name,
                     i);
-      HAL_ASSIGN_OR_RETURN(data[i],
-                           SimStorage(r.buffer, r.offset, r.length, what));
-    } else {
-      data[i] = *p;
+      StatusOr<SimRange> named =
+          ResolveSimRange(d.bindings[i], table, kWholeBuffer, what);
+      return named.ok() ? r.status() : named.status();
     }
-    lengths[i] = r.length;
+    data[i] = r->data;
+    lengths[i] = r->length;
     flags[i] = static_cast<uint32_t>(f.binding_flags[i]);
   }
 

@@ -9,20 +9,12 @@
 #include <thread>
 
 #include "hal/progress.h"
+#include "hal/utils/queue_op.h"
 
 namespace hal::sim {
 
 void FinishSimOp(SimOp& op, const Status& status) {
-  for (auto& [sem, value] : op.signals) {
-    if (status.ok()) {
-      // A signal overtaken since submission (the payload already at or past
-      // the value) fails the semaphore, as on every driver (hal/device.h).
-      Status signalled = sem->Signal(value);
-      if (!signalled.ok()) sem->Fail(signalled);
-    } else {
-      sem->Fail(status);
-    }
-  }
+  utils::CompleteSignals(op.signals, status);
 }
 
 namespace {
@@ -269,8 +261,7 @@ struct Core {
   }
 
   static void Abandon(SimOp& op, const Status& status) {
-    if (op.abandon) op.abandon(status);
-    FinishSimOp(op, status);
+    utils::AbandonQueueOp(op.abandon, op.signals, status);
   }
 
   // Fails every op not yet taken by a worker or a pump step, in id order.

@@ -27,6 +27,7 @@
 #include "hal/semaphore.h"
 #include "hal/status.h"
 #include "hal/types.h"
+#include "hal/utils/queue_op.h"
 
 namespace hal::sim {
 
@@ -166,7 +167,7 @@ struct SimOp {
   // scheduler retains the semaphores of the waits it registers): no
   // reference counting for the usual reached wait.
   SemaphoreList waits;
-  using Points = SimSmallVector<std::pair<Ref<Semaphore>, uint64_t>, 2>;
+  using Points = SimSmallVector<utils::RetainedPoint, 2>;
   Points signals;
   std::vector<SimAccess> accesses;    // for the hazard checker
   std::vector<Ref<Buffer>> retained;  // keeps `accesses` buffers alive
@@ -178,8 +179,7 @@ struct SimOp {
 
   void SetPoints(SemaphoreList wait, SemaphoreList signal) {
     waits = wait;
-    for (const auto& p : signal)
-      signals.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+    utils::RetainPoints(signal, &signals);
   }
   void AddAccess(Buffer* allocated, uint64_t buffer_id, DeviceSize offset,
                  DeviceSize length, bool write, bool free = false) {
@@ -212,7 +212,8 @@ std::unique_ptr<SimScheduler> CreateThreadedScheduler(
 std::unique_ptr<SimScheduler> CreateDeterministicScheduler(
     std::shared_ptr<SimContext> context);
 
-// Completes an op: signals its points on success, fails them otherwise.
+// Completes an op: signals its points on success, fails them otherwise
+// (utils::CompleteSignals).
 void FinishSimOp(SimOp& op, const Status& status);
 
 }  // namespace hal::sim
