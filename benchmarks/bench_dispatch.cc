@@ -261,7 +261,7 @@ StatusOr<CopySetup*> GetCopySetup(int workers, bool device_local) {
                            got, (unsigned long long)at, pattern);
     }
   }
-  return setups->emplace(workers, std::move(s)).first->second.get();
+  return setups->emplace(key, std::move(s)).first->second.get();
 }
 
 void BM_Dispatch_Copy(benchmark::State& state) {
