@@ -1,0 +1,346 @@
+// What every simulated stream API (CUDA, HIP) does the same way, written
+// once: a skin (sim/cuda/, sim/hip/) keeps only its C ABI entry points, the
+// translation of its handles, flags and error codes, and what really
+// differs (contexts vs a current device, PTX vs HSACO, launch limits).
+//
+//   * Codes: the helpers answer in one vendor-neutral vocabulary (Code);
+//     each skin maps it to its codes, names and texts in one table
+//     (ErrorRow).
+//   * Library: a simulated vendor library's state at its C ABI edge: its
+//     engine (never destroyed: the engine thread may outlive exit), the
+//     initialisation (HALSIM_* variables), the devices and their sticky
+//     error scopes, the host-callback rule, the native kernels, and the
+//     table of live handles.
+//   * Handles: every stream, event, module, graph and executable graph
+//     handed out is in the library's handle table until it is destroyed, so
+//     a destroyed, foreign or null handle is kInvalidHandle instead of a
+//     crash, and the live ones are counted (a leak report at exit).
+//   * Streams are engine queues; events views of engine signals
+//     (sim/engine/engine_event.h); memory, transfers and fills the engine's
+//     (sim/engine/engine.h); graphs engine graphs (engine_graph.h); kernels
+//     the native build of the same test kernel (engine_kernels.h).
+//
+// Threading: as the engine's. The handle table has its own lock.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/engine/engine.h"
+#include "sim/engine/engine_event.h"
+#include "sim/engine/engine_graph.h"
+#include "sim/engine/engine_kernels.h"
+
+#define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace hal::sim::skin {
+
+using engine::Engine;
+
+// The answers of the shared helpers; each skin maps them to its codes.
+enum class Code : int {
+  kOk = 0,
+  kInvalidValue,
+  kOutOfMemory,
+  kIllegalAddress,  // sticky
+  kLaunchFailed,    // sticky
+  kAlreadyRegistered,
+  kNotRegistered,
+  kNotReady,
+  kNotInitialized,
+  kInvalidDevice,
+  kInvalidContext,
+  kInvalidHandle,
+  kNotFound,
+  kNotSupported,
+  kInvalidImage,
+  kNotPermitted,  // an API call from a host callback
+  kNone,          // an error-table row with no neutral code (names only)
+};
+Code FromEngine(engine::Error error);
+
+// One row of a skin's error table: the neutral code (kNone when none maps
+// to it), the vendor's value, its name and its text. The last row is what
+// an unmapped code becomes.
+template <typename R>
+struct ErrorRow {
+  Code code;
+  R result;
+  const char* name;
+  const char* text;
+};
+#define HALSIM_ERROR_ROW(code, result, text) \
+  { ::hal::sim::skin::Code::code, result, #result, text }
+
+template <typename R, size_t N>
+R ToVendor(const ErrorRow<R> (&rows)[N], Code code) {
+  for (const ErrorRow<R>& row : rows) {
+    if (row.code == code) return row.result;
+  }
+  return rows[N - 1].result;
+}
+template <typename R, size_t N>
+const ErrorRow<R>* FindError(const ErrorRow<R> (&rows)[N], R result) {
+  for (const ErrorRow<R>& row : rows) {
+    if (row.result == result) return &row;
+  }
+  return nullptr;
+}
+
+// A device attribute's answer, in a skin's table.
+template <typename A>
+struct AttributeRow {
+  A attribute;
+  int value;
+};
+template <typename A, size_t N>
+Code Attribute(const AttributeRow<A> (&rows)[N], A attribute, int* value) {
+  if (!value) return Code::kInvalidValue;
+  for (const AttributeRow<A>& row : rows) {
+    if (row.attribute == attribute) {
+      *value = row.value;
+      return Code::kOk;
+    }
+  }
+  return Code::kInvalidValue;
+}
+
+// Stores `object` as the vendor's opaque handle type.
+template <typename H, typename T>
+Code Hand(T* object, H* out) {
+  *out = reinterpret_cast<H>(object);
+  return Code::kOk;
+}
+
+// A sticky error scope with its device: a CUDA primary context, a HIP
+// device. The first failed op in it fails it (engine::Domain).
+struct Scope {
+  int ordinal = 0;
+  int refs = 0;  // CUDA: primary-context references (under the init lock)
+  engine::Domain domain;
+};
+
+enum class Kind : int { kStream, kEvent, kModule, kGraph, kGraphExec, kCount };
+
+struct Stream {
+  static constexpr Kind kKind = Kind::kStream;
+  Scope* scope = nullptr;
+  engine::Queue* queue = nullptr;
+};
+
+// Enqueued records and waits hold the signal, so the event may be destroyed
+// while they are pending, as CUDA and HIP allow.
+struct Event {
+  static constexpr Kind kKind = Kind::kEvent;
+  Event(Engine& engine, Scope* s) : scope(s), event(engine) {}
+  Scope* scope;
+  engine::Event event;
+};
+
+// A kernel of a module: its signature as the vendor format gives it, and
+// the native build that runs it.
+struct Function {
+  std::string name;
+  std::vector<int> param_bytes;  // PTX: per parameter, 8 or 4
+  uint32_t kernarg_size = 0;     // HSACO: the descriptor's argument bytes
+  bool native = false;           // false: no native build
+  engine::Kernel kernel;
+};
+
+struct Module {
+  static constexpr Kind kKind = Kind::kModule;
+  explicit Module(Scope* s) : scope(s) {}
+  Scope* scope;
+  std::map<std::string, std::unique_ptr<Function>> functions;
+};
+
+struct Graph {
+  static constexpr Kind kKind = Kind::kGraph;
+  explicit Graph(Scope* s) : scope(s) {}
+  Scope* scope;
+  engine::Graph graph;
+};
+
+// In-flight launches keep the node list (the engine's GraphExec state).
+struct GraphExec {
+  static constexpr Kind kKind = Kind::kGraphExec;
+  GraphExec(Engine& engine, const engine::Graph& graph)
+      : exec(engine, graph, /*random=*/nullptr) {}
+  engine::GraphExec exec;
+};
+
+struct LibraryOptions {
+  const char* log_prefix;     // "halsim_cuda": stderr lines and the engine's
+  const char* api;            // "CUDA", in messages
+  const char* env_alias;      // the variables' older prefix ("HALSIM_CUDA_")
+  const char* devices_env;    // the device count's variable, or null (1)
+  const char* kernel_dir;     // the native kernel modules' default directory
+  const char* callback_rule;  // what a host callback may not do, for stderr
+};
+
+class Library {
+ public:
+  static constexpr int kMaxDevices = 8;
+  static constexpr size_t kDeviceMemoryBytes = size_t{16} << 30;
+
+  explicit Library(const LibraryOptions& options);
+  Engine& engine() { return *engine_; }
+  const LibraryOptions& options() const { return options_; }
+
+  // The vendor's init call: kInvalidValue for flags or a malformed
+  // HALSIM_FAULTS; later calls do nothing. Applies HALSIM_* to the engine
+  // and reads the device count (0 to 8).
+  Code Init(unsigned flags);
+  bool initialized() const { return initialized_.load(); }
+  int device_count() const { return device_count_; }
+  Scope* device(int ordinal);  // null when out of range
+  void* default_pool(int ordinal) { return &pools_[ordinal]; }
+  std::mutex& init_mutex() { return init_mutex_; }
+
+  // Counts and prints a call from inside a host callback; kNotPermitted.
+  Code HostCallbackViolation(const char* call);
+  engine::KernelLibrary& kernels();
+
+  // The handle table.
+  template <typename T, typename... Args>
+  T* New(Args&&... args) {
+    T* object = new T{std::forward<Args>(args)...};
+    Register(T::kKind, object);
+    return object;
+  }
+  // The live object behind `handle`, or null.
+  template <typename T>
+  T* Find(const void* handle) const {
+    return Live(T::kKind, handle) ? static_cast<T*>(const_cast<void*>(handle))
+                                  : nullptr;
+  }
+  // Destroys the live object behind `handle`; kInvalidHandle for any other.
+  template <typename T>
+  Code Delete(const void* handle) {
+    if (!Unregister(T::kKind, handle)) return Code::kInvalidHandle;
+    delete static_cast<T*>(const_cast<void*>(handle));
+    return Code::kOk;
+  }
+  uint64_t live_handles() const;
+
+ private:
+  void Register(Kind kind, const void* handle);
+  bool Unregister(Kind kind, const void* handle);
+  bool Live(Kind kind, const void* handle) const;
+  void ReportLeaks() const;
+
+  const LibraryOptions options_;
+  Engine* engine_;
+  std::mutex init_mutex_;
+  std::atomic<bool> initialized_{false};
+  int device_count_ = 1;
+  Scope devices_[kMaxDevices];
+  int pools_[kMaxDevices] = {};
+  std::once_flag kernels_once_;
+  engine::KernelLibrary* kernels_ = nullptr;
+  mutable std::mutex handles_mutex_;
+  std::unordered_map<const void*, Kind> handles_;
+  uint64_t live_[static_cast<int>(Kind::kCount)] = {};
+};
+
+// Every entry point starts with this: host callbacks may not call the API,
+// and the engine's settle rule counts the thread as inside a call.
+// `to_vendor` maps a Code to the skin's result type.
+#define HALSIM_SKIN_ENTER(library, name, to_vendor)          \
+  if (::hal::sim::engine::Engine::InHostCallback())          \
+    return to_vendor((library).HostCallbackViolation(name)); \
+  ::hal::sim::engine::Engine::HostCall halsim_api_call_((library).engine())
+
+// --- Streams, events and host functions (skin_queue.cc). ---
+Stream* NewStream(Library& lib, Scope* scope);
+// Drains the stream's work (as HIP does; CUDA returns at once and releases
+// it later, which the caller cannot tell apart), then destroys it.
+Code DestroyStream(Library& lib, const void* stream);
+// The scope's sticky error once the stream's work is done.
+Code SynchronizeStream(Library& lib, Stream* stream);
+// Records on `stream`; the event reports `status_from`'s error.
+Code RecordEvent(Event* event, Stream* stream, const engine::Domain* status);
+Code QueryEvent(Event* event);  // kNotReady while the record is pending
+Code SynchronizeEvent(Event* event);
+// A wait on a never-recorded event is a no-op (reported); `call` names it.
+Code StreamWaitEvent(Library& lib, Stream* stream, Event* event,
+                     const char* call);
+Code LaunchHostFunction(Library& lib, Stream* stream, std::function<void()> fn);
+
+// --- Memory (skin_queue.cc). ---
+// `size` 0 is kInvalidValue, or a null pointer and kOk with `zero_is_null`.
+Code Allocate(Library& lib, void** out, size_t size, engine::MemoryKind kind,
+              size_t alignment, bool zero_is_null = false);
+// kInvalidValue unless `p` lies in pinned or registered host memory.
+Code CheckHostPointer(Library& lib, const void* p);
+// A stream-ordered free of device, managed or pool memory at `p`.
+Code FreeAsync(Library& lib, uintptr_t p, Stream* stream);
+Code CopyAsync(Library& lib, Stream* stream, uintptr_t dst, uintptr_t src,
+               size_t bytes);
+// `count` elements of `size` bytes (1, 2 or 4); `dst` aligned to `size`.
+Code FillAsync(Library& lib, Stream* stream, uintptr_t dst, uint32_t value,
+               int size, size_t count);
+
+// --- Graphs (skin_graph.cc). Node handles (CUgraphNode, hipGraphNode_t)
+// are engine graph nodes. ---
+// Adds a node after `deps` (nodes of the same graph, no duplicates).
+Code AddNode(Graph* graph, const void* const* deps, size_t num_deps,
+             engine::Work run, bool host, const void** out);
+// A 1D fill's work: `height` must be 1 (2D is not simulated).
+Code FillNodeWork(Library& lib, Graph* graph, uintptr_t dst, uint32_t value,
+                  unsigned size, size_t width, size_t height,
+                  engine::Work* out);
+
+template <typename H>
+Code AddNode(Graph* graph, const H* deps, size_t num_deps, engine::Work run,
+             H* out, bool host = false) {
+  if (!out) return Code::kInvalidValue;
+  const void* node = nullptr;
+  Code code = AddNode(graph, reinterpret_cast<const void* const*>(deps),
+                      num_deps, std::move(run), host, &node);
+  if (code == Code::kOk) *out = reinterpret_cast<H>(const_cast<void*>(node));
+  return code;
+}
+template <typename H>
+Code AddFillNode(Library& lib, Graph* graph, const H* deps, size_t num_deps,
+                 uintptr_t dst, uint32_t value, unsigned size, size_t width,
+                 size_t height, H* out) {
+  engine::Work work;
+  Code code = FillNodeWork(lib, graph, dst, value, size, width, height, &work);
+  if (code != Code::kOk) return code;
+  return AddNode(graph, deps, num_deps, std::move(work), out);
+}
+// A host node: a host callback (no API calls from inside).
+template <typename H>
+Code AddHostNode(Graph* graph, const H* deps, size_t num_deps,
+                 std::function<void()> fn, H* out) {
+  return AddNode(graph, deps, num_deps, Engine::AsHostCallback(std::move(fn)),
+                 out, /*host=*/true);
+}
+// One topological order (the engine's unseeded one); flags must be 0.
+Code Instantiate(Library& lib, Graph* graph, unsigned long long flags,
+                 GraphExec** out);
+Code LaunchGraph(Library& lib, const void* exec, Stream* stream);
+
+// --- Modules and kernels (skin_module.cc). ---
+// Adds kernel `name` to `module`, with its native build when there is one.
+Function* AddFunction(Library& lib, Module* module, const std::string& name);
+// The kernel `name` of a live module: kNotFound (and a line naming
+// `format`) when it is missing or has no native build.
+Code GetFunction(Library& lib, const void* module, const char* name,
+                 const char* format, Function** out);
+// kInvalidValue (and a line) unless `block` is the native build's.
+Code CheckBlock(Library& lib, const Function* f, const uint32_t block[3]);
+// The launch's work: parameters read now, each pointer bounded by its
+// allocation; a fault fails `scope`.
+engine::Work KernelWork(Library& lib, Scope* scope, const Function* f,
+                        const uint32_t grid[3], void** params);
+Code EnqueueKernel(Library& lib, Stream* stream, engine::Work work);
+
+}  // namespace hal::sim::skin
