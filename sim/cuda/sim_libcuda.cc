@@ -154,68 +154,46 @@ HALSIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** str) {
 
 HALSIM_EXPORT CUresult cuDeviceGetCount(int* count) {
   HALSIM_ENTER("cuDeviceGetCount");
-  HALSIM_NEED_INIT();
-  if (!count) return CUDA_ERROR_INVALID_VALUE;
-  *count = L().device_count();
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceCount(count));
 }
-
-#define HALSIM_CHECK_DEVICE(dev) \
-  HALSIM_NEED_INIT();            \
-  if (!L().device(dev)) return CUDA_ERROR_INVALID_DEVICE
 
 HALSIM_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   HALSIM_ENTER("cuDeviceGet");
-  HALSIM_NEED_INIT();
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (!L().device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
-  *device = ordinal;
-  return CUDA_SUCCESS;
+  return Cu(L().GetDevice(ordinal, device));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetName");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  std::snprintf(name, len, "HAL CUDA API simulator %d", dev);
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceName(dev, name, len, "HAL CUDA API simulator %d"));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetUuid");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
   // The CUDA skin's tag: 5e ed ca fe.
-  hal::sim::engine::StableDeviceUuid(
-      "\x5e\xed\xca\xfe", static_cast<uint32_t>(dev),
-      reinterpret_cast<unsigned char*>(uuid->bytes));
-  return CUDA_SUCCESS;
+  return Cu(
+      L().DeviceUuid(dev, "\x5e\xed\xca\xfe", uuid ? uuid->bytes : nullptr));
 }
 
 HALSIM_EXPORT CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
   HALSIM_ENTER("cuDeviceTotalMem");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-  *bytes = skin::Library::kDeviceMemoryBytes;
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceTotalMem(dev, bytes));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetAttribute(int* value,
                                             CUdevice_attribute attrib,
                                             CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetAttribute");
-  HALSIM_CHECK_DEVICE(dev);
-  return Cu(skin::Attribute(kAttributes, attrib, value));
+  return Cu(L().DeviceAttribute(kAttributes, dev, attrib, value));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool,
                                                  CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetDefaultMemPool");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
-  *pool = reinterpret_cast<CUmemoryPool>(L().default_pool(dev));
-  return CUDA_SUCCESS;
+  return Cu(L().DefaultPool(dev, pool));
 }
+
+#define HALSIM_CHECK_DEVICE(dev) \
+  if (Code c = L().CheckDevice(dev); c != Code::kOk) return Cu(c)
 
 // ---------------------------------------------------------------------------
 // Contexts: primary contexts only, one per device (the device's scope).

@@ -140,72 +140,47 @@ HALSIM_EXPORT const char* hipGetErrorString(hipError_t error) {
 
 HALSIM_EXPORT hipError_t hipGetDeviceCount(int* count) {
   HALSIM_ENTER("hipGetDeviceCount");
-  HALSIM_NEED_INIT();
-  if (!count) return hipErrorInvalidValue;
-  *count = L().device_count();
-  return hipSuccess;
+  return ToHip(L().DeviceCount(count));
 }
-
-#define HALSIM_CHECK_DEVICE(dev) \
-  HALSIM_NEED_INIT();            \
-  if (!L().device(dev)) return hipErrorInvalidDevice
 
 HALSIM_EXPORT hipError_t hipDeviceGet(hipDevice_t* device, int ordinal) {
   HALSIM_ENTER("hipDeviceGet");
-  HALSIM_NEED_INIT();
-  if (!device) return hipErrorInvalidValue;
-  if (!L().device(ordinal)) return hipErrorInvalidDevice;
-  *device = ordinal;
-  return hipSuccess;
+  return ToHip(L().GetDevice(ordinal, device));
 }
 
 HALSIM_EXPORT hipError_t hipSetDevice(int ordinal) {
   HALSIM_ENTER("hipSetDevice");
-  HALSIM_CHECK_DEVICE(ordinal);
-  t_device = ordinal;
-  return hipSuccess;
+  hipError_t r = ToHip(L().CheckDevice(ordinal));
+  if (r == hipSuccess) t_device = ordinal;
+  return r;
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetName(char* name, int len,
                                           hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceGetName");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!name || len <= 0) return hipErrorInvalidValue;
-  std::snprintf(name, len, "HAL HIP API simulator %d (gfx90a)", dev);
-  return hipSuccess;
+  return ToHip(
+      L().DeviceName(dev, name, len, "HAL HIP API simulator %d (gfx90a)"));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceGetUuid");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!uuid) return hipErrorInvalidValue;
-  hal::sim::engine::StableDeviceUuid(
-      "HIPs", static_cast<uint32_t>(dev),
-      reinterpret_cast<unsigned char*>(uuid->bytes));
-  return hipSuccess;
+  return ToHip(L().DeviceUuid(dev, "HIPs", uuid ? uuid->bytes : nullptr));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceTotalMem");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!bytes) return hipErrorInvalidValue;
-  *bytes = skin::Library::kDeviceMemoryBytes;
-  return hipSuccess;
+  return ToHip(L().DeviceTotalMem(dev, bytes));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetAttribute(int* value,
                                                hipDeviceAttribute_t attr,
                                                int dev) {
   HALSIM_ENTER("hipDeviceGetAttribute");
-  HALSIM_CHECK_DEVICE(dev);
-  return ToHip(skin::Attribute(kAttributes, attr, value));
+  return ToHip(L().DeviceAttribute(kAttributes, dev, attr, value));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool,
                                                     int dev) {
   HALSIM_ENTER("hipDeviceGetDefaultMemPool");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pool) return hipErrorInvalidValue;
-  *pool = reinterpret_cast<hipMemPool_t>(L().default_pool(dev));
-  return hipSuccess;
+  return ToHip(L().DefaultPool(dev, pool));
 }

@@ -84,6 +84,51 @@ Scope* Library::device(int ordinal) {
   return &devices_[ordinal];
 }
 
+Code Library::DeviceCount(int* count) {
+  if (!initialized()) return Code::kNotInitialized;
+  if (!count) return Code::kInvalidValue;
+  *count = device_count_;
+  return Code::kOk;
+}
+
+Code Library::GetDevice(int ordinal, int* out) {
+  if (!initialized()) return Code::kNotInitialized;
+  if (!out) return Code::kInvalidValue;
+  if (!device(ordinal)) return Code::kInvalidDevice;
+  *out = ordinal;
+  return Code::kOk;
+}
+
+Code Library::CheckDevice(int ordinal) {
+  if (!initialized()) return Code::kNotInitialized;
+  return device(ordinal) ? Code::kOk : Code::kInvalidDevice;
+}
+
+Code Library::DeviceName(int ordinal, char* name, int len, const char* format) {
+  Code code = CheckDevice(ordinal);
+  if (code != Code::kOk) return code;
+  if (!name || len <= 0) return Code::kInvalidValue;
+  std::snprintf(name, len, format, ordinal);
+  return Code::kOk;
+}
+
+Code Library::DeviceUuid(int ordinal, const char tag[4], char out[16]) {
+  Code code = CheckDevice(ordinal);
+  if (code != Code::kOk) return code;
+  if (!out) return Code::kInvalidValue;
+  engine::StableDeviceUuid(tag, static_cast<uint32_t>(ordinal),
+                           reinterpret_cast<unsigned char*>(out));
+  return Code::kOk;
+}
+
+Code Library::DeviceTotalMem(int ordinal, size_t* bytes) {
+  Code code = CheckDevice(ordinal);
+  if (code != Code::kOk) return code;
+  if (!bytes) return Code::kInvalidValue;
+  *bytes = kDeviceMemoryBytes;
+  return Code::kOk;
+}
+
 Code Library::HostCallbackViolation(const char* call) {
   engine_->CountHostCallbackViolation();
   std::fprintf(stderr, "%s: %s called from a host callback; %s\n",

@@ -200,8 +200,32 @@ class Library {
   bool initialized() const { return initialized_.load(); }
   int device_count() const { return device_count_; }
   Scope* device(int ordinal);  // null when out of range
-  void* default_pool(int ordinal) { return &pools_[ordinal]; }
   std::mutex& init_mutex() { return init_mutex_; }
+
+  // Device queries, as CUDA and HIP answer them: kNotInitialized before the
+  // init call, kInvalidDevice for an ordinal out of range, kInvalidValue for
+  // a null output.
+  Code DeviceCount(int* count);
+  Code GetDevice(int ordinal, int* out);
+  Code CheckDevice(int ordinal);
+  // The name `format` gives with the ordinal (printf: %d).
+  Code DeviceName(int ordinal, char* name, int len, const char* format);
+  // engine::StableDeviceUuid with the vendor's tag.
+  Code DeviceUuid(int ordinal, const char tag[4], char out[16]);
+  Code DeviceTotalMem(int ordinal, size_t* bytes);
+  template <typename A, size_t N>
+  Code DeviceAttribute(const AttributeRow<A> (&rows)[N], int ordinal,
+                       A attribute, int* value) {
+    Code code = CheckDevice(ordinal);
+    return code == Code::kOk ? Attribute(rows, attribute, value) : code;
+  }
+  // The device's default memory pool (a token: pool memory is the engine's).
+  template <typename H>
+  Code DefaultPool(int ordinal, H* out) {
+    Code code = CheckDevice(ordinal);
+    if (code != Code::kOk) return code;
+    return out ? Hand(&pools_[ordinal], out) : Code::kInvalidValue;
+  }
 
   // Counts and prints a call from inside a host callback; kNotPermitted.
   Code HostCallbackViolation(const char* call);
