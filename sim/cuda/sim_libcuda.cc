@@ -1,41 +1,28 @@
 // The CUDA API simulator: a libcuda stand-in that runs on the CPU.
 //
-// It exports the driver-API entry points the HAL's CUDA driver uses (those
-// of drivers/cuda/cuda_symbols.inc, resolved through cuGetProcAddress as the
-// driver does with a real libcuda), so the driver's own code runs the
-// conformance suite without a GPU. It is a skin over the simulated GPU
-// (sim/engine/engine.h) through the helpers every skin shares
-// (sim/skin/skin.h: streams, events, memory, graphs, kernels, the handle
-// table): CUDA handles, flags and CUresult codes translated to those. What
-// is CUDA's:
+// It exports the driver-API entry points the HAL's CUDA driver resolves
+// through cuGetProcAddress (drivers/cuda/cuda_symbols.inc), so the driver's
+// own code runs the conformance suite without a GPU. It is a skin over the
+// simulated GPU (sim/engine/) through the helpers every skin shares
+// (sim/skin/skin.h: streams, events, memory, graphs, kernels, handles):
+// CUDA handles, flags and CUresult codes translated to those. What is CUDA's:
 //
 //   * Primary contexts only, current through cuCtxPushCurrent/PopCurrent.
-//     Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when
-//     none is current; a failed stream operation is a sticky context error
-//     (every later call and event in the context reports it) until the
+//     Calls that need one fail with CUDA_ERROR_INVALID_CONTEXT when none is
+//     current; a failed stream operation is a sticky context error until the
 //     primary context is released.
-//   * Host functions run on the engine thread and block their stream.
-//     Calling any CUDA API from inside one returns CUDA_ERROR_NOT_PERMITTED
-//     and counts a violation (halsim_api_violations).
-//   * A wait on a never-recorded event is a no-op, as in CUDA, and is
-//     reported (halsim_unsignalled_waits).
-//   * Faults (HALSIM_FAULTS, alias HALSIM_CUDA_FAULTS; sim/core/
-//     fault_plan.h): a failed allocation is CUDA_ERROR_OUT_OF_MEMORY, a
-//     failed stream operation CUDA_ERROR_LAUNCH_FAILED (sticky); an access
-//     outside an allocation CUDA_ERROR_ILLEGAL_ADDRESS (sticky).
-//   * Modules (sim_libcuda_module.cc): PTX `.entry` kernels; graphs
-//     (sim_libcuda_graph.cc): kernel, memset, 1D memcpy, host, empty nodes.
+//   * Calling CUDA from a host function (cuLaunchHostFunc, host nodes)
+//     returns CUDA_ERROR_NOT_PERMITTED and counts a violation.
+//   * Faults (HALSIM_FAULTS, alias HALSIM_CUDA_FAULTS): a failed allocation
+//     is CUDA_ERROR_OUT_OF_MEMORY, a failed stream operation
+//     CUDA_ERROR_LAUNCH_FAILED (sticky); a bad access ILLEGAL_ADDRESS.
+//   * PTX modules (sim_libcuda_module.cc); graphs (sim_libcuda_graph.cc).
 //
-// The seed (HALSIM_SEED, alias HALSIM_CUDA_SEED), trace (HALSIM_TRACE),
-// settle window (HALSIM_SETTLE_US) and the controls are those of every
-// simulated library: sim/core/halsim_control.h. The halsim_cuda_* exports of
-// sim_libcuda.h are aliases of them.
-//
-// Not simulated: cubin images, graph updates and child graphs, timing
-// events, the legacy default stream.
-//
-// This file: the library, errors, devices, contexts, cuGetProcAddress and
-// the control aliases. Streams, events and memory: sim_libcuda_stream.cc.
+// The seed (HALSIM_SEED, alias HALSIM_CUDA_SEED), trace and controls are
+// those of every simulated library (sim/core/halsim_control.h); the
+// halsim_cuda_* exports of sim_libcuda.h are aliases of them. Not simulated:
+// cubin images, graph updates and child graphs, timing events, the legacy
+// default stream.
 #include "sim/cuda/sim_libcuda.h"
 
 #include <cstdlib>

@@ -148,19 +148,13 @@ CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
                   void** kernel_params, void** extra, engine::Work* out) {
   auto* f = reinterpret_cast<const skin::Function*>(hfunc);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (extra) return CUDA_ERROR_INVALID_VALUE;
   // CUDA's limits: grid x < 2^31, y and z <= 65535; 1024 threads per block,
   // 48 KiB of dynamic shared memory without an opt-in attribute.
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[0] > 0x7FFFFFFFu ||
-      grid[1] > 65535 || grid[2] > 65535 || block[0] == 0 || block[1] == 0 ||
-      block[2] == 0 || uint64_t{block[0]} * block[1] * block[2] > 1024 ||
-      shared_bytes > 48 * 1024 || extra ||
-      (!f->param_bytes.empty() && !kernel_params)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  CUresult r = Cu(skin::CheckBlock(L(), f, block));
-  if (r == CUDA_SUCCESS)
-    *out = skin::KernelWork(L(), ctx, f, grid, kernel_params);
-  return r;
+  static constexpr skin::LaunchLimits kLimits = {
+      {0x7FFFFFFFu, 65535, 65535}, 0, 1024, 48 * 1024};
+  return Cu(skin::LaunchWork(L(), kLimits, ctx, f, grid, block, shared_bytes,
+                             kernel_params, out));
 }
 
 }  // namespace hal::sim::cuda

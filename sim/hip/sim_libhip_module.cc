@@ -173,23 +173,10 @@ hipError_t KernelOp(skin::Scope* device, hipFunction_t hfunc,
   }
   // AMD's limits: 1024 work-items per block, 64 KiB of LDS, and a grid of
   // at most 2^32 - 1 work-items in each dimension.
-  for (int i = 0; i < 3; ++i) {
-    if (grid[i] == 0 || block[i] == 0 ||
-        uint64_t{grid[i]} * block[i] > 0xFFFFFFFFu) {
-      return hipErrorInvalidValue;
-    }
-  }
-  if (uint64_t{block[0]} * block[1] * block[2] > 1024 ||
-      shared_bytes > 64 * 1024 ||
-      (f->kernel.info->binding_count + f->kernel.info->constant_count &&
-       !kernel_params)) {
-    return hipErrorInvalidValue;
-  }
-  hipError_t r = ToHip(skin::CheckBlock(L(), f, block));
-  if (r == hipSuccess) {
-    *out = skin::KernelWork(L(), device, f, grid, kernel_params);
-  }
-  return r;
+  static constexpr skin::LaunchLimits kLimits = {
+      {UINT32_MAX, UINT32_MAX, UINT32_MAX}, 0xFFFFFFFFu, 1024, 64 * 1024};
+  return ToHip(skin::LaunchWork(L(), kLimits, device, f, grid, block,
+                                shared_bytes, kernel_params, out));
 }
 
 }  // namespace hal::sim::hip

@@ -359,12 +359,21 @@ Function* AddFunction(Library& lib, Module* module, const std::string& name);
 // `format`) when it is missing or has no native build.
 Code GetFunction(Library& lib, const void* module, const char* name,
                  const char* format, Function** out);
-// kInvalidValue (and a line) unless `block` is the native build's.
-Code CheckBlock(Library& lib, const Function* f, const uint32_t block[3]);
-// The launch's work: parameters read now, each pointer bounded by its
-// allocation; a fault fails `scope`.
-engine::Work KernelWork(Library& lib, Scope* scope, const Function* f,
-                        const uint32_t grid[3], void** params);
+// A vendor's launch limits.
+struct LaunchLimits {
+  uint32_t max_grid[3];        // blocks per dimension
+  uint64_t max_grid_items;     // grid[i] * block[i] per dimension; 0: none
+  uint32_t max_block_threads;  // block[0] * block[1] * block[2]
+  uint32_t max_shared_bytes;   // dynamic shared memory (LDS)
+};
+// Checks a launch of `f` against `limits` and the native build's block size
+// (kInvalidValue, with a line for a wrong block size), and returns its work
+// in `out`: parameters read now, each pointer bounded by its allocation; a
+// fault fails `scope`.
+Code LaunchWork(Library& lib, const LaunchLimits& limits, Scope* scope,
+                const Function* f, const uint32_t grid[3],
+                const uint32_t block[3], unsigned shared_bytes, void** params,
+                engine::Work* out);
 Code EnqueueKernel(Library& lib, Stream* stream, engine::Work work);
 
 }  // namespace hal::sim::skin

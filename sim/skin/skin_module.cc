@@ -39,28 +39,40 @@ Code GetFunction(Library& lib, const void* handle, const char* name,
   return Code::kOk;
 }
 
-Code CheckBlock(Library& lib, const Function* f, const uint32_t block[3]) {
-  const uint32_t* native = f->kernel.info->workgroup_size;
-  if (block[0] == native[0] && block[1] == native[1] && block[2] == native[2]) {
-    return Code::kOk;
+Code LaunchWork(Library& lib, const LaunchLimits& limits, Scope* scope,
+                const Function* f, const uint32_t grid[3],
+                const uint32_t block[3], unsigned shared_bytes, void** params,
+                engine::Work* out) {
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0 || grid[i] > limits.max_grid[i] ||
+        (limits.max_grid_items &&
+         uint64_t{grid[i]} * block[i] > limits.max_grid_items)) {
+      return Code::kInvalidValue;
+    }
   }
-  // The native build was compiled for one block size.
-  std::fprintf(stderr,
-               "%s: '%s' launched with blocks [%u, %u, %u]; its native build "
-               "runs [%u, %u, %u]\n",
-               lib.options().log_prefix, f->name.c_str(), block[0], block[1],
-               block[2], native[0], native[1], native[2]);
-  return Code::kInvalidValue;
-}
-
-engine::Work KernelWork(Library& lib, Scope* scope, const Function* f,
-                        const uint32_t grid[3], void** params) {
+  const hal_sim_kernel_info* info = f->kernel.info;
+  if (uint64_t{block[0]} * block[1] * block[2] > limits.max_block_threads ||
+      shared_bytes > limits.max_shared_bytes ||
+      (info->binding_count + info->constant_count && !params)) {
+    return Code::kInvalidValue;
+  }
+  const uint32_t* native = info->workgroup_size;
+  if (block[0] != native[0] || block[1] != native[1] || block[2] != native[2]) {
+    // The native build was compiled for one block size.
+    std::fprintf(stderr,
+                 "%s: '%s' launched with blocks [%u, %u, %u]; its native "
+                 "build runs [%u, %u, %u]\n",
+                 lib.options().log_prefix, f->name.c_str(), block[0], block[1],
+                 block[2], native[0], native[1], native[2]);
+    return Code::kInvalidValue;
+  }
   // Parameters are read during the call, as CUDA and HIP do.
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
   engine::ReadLaunchParams(f->kernel, params, &pointers, &constants);
-  return lib.engine().KernelWork(&scope->domain, &f->kernel, grid,
+  *out = lib.engine().KernelWork(&scope->domain, &f->kernel, grid,
                                  std::move(pointers), std::move(constants));
+  return Code::kOk;
 }
 
 Code EnqueueKernel(Library& lib, Stream* stream, engine::Work work) {
