@@ -179,45 +179,28 @@ HALSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool,
   return Cu(L().DefaultPool(dev, pool));
 }
 
-#define HALSIM_CHECK_DEVICE(dev) \
-  if (Code c = L().CheckDevice(dev); c != Code::kOk) return Cu(c)
-
 // ---------------------------------------------------------------------------
 // Contexts: primary contexts only, one per device (the device's scope).
 
 HALSIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   HALSIM_ENTER("cuDevicePrimaryCtxRetain");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(L().init_mutex());
-  ++L().device(dev)->refs;
-  *pctx = reinterpret_cast<CUcontext>(L().device(dev));
-  return CUDA_SUCCESS;
+  return Cu(L().RetainScope(dev, pctx));
 }
 
 HALSIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   HALSIM_ENTER("cuDevicePrimaryCtxRelease");
-  HALSIM_CHECK_DEVICE(dev);
-  std::lock_guard<std::mutex> lock(L().init_mutex());
-  skin::Scope* ctx = L().device(dev);
-  if (ctx->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  // Releasing the last reference destroys the context and its sticky error;
-  // the handle stays comparable.
-  if (--ctx->refs == 0) ctx->domain.Clear();
-  return CUDA_SUCCESS;
+  return Cu(L().ReleaseScope(dev));
 }
 
 HALSIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
-  HALSIM_ENTER("cuCtxPushCurrent");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuCtxPushCurrent");
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   t_context_stack.push_back(reinterpret_cast<skin::Scope*>(ctx));
   return CUDA_SUCCESS;
 }
 
 HALSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
-  HALSIM_ENTER("cuCtxPopCurrent");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuCtxPopCurrent");
   if (t_context_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   if (pctx) *pctx = reinterpret_cast<CUcontext>(t_context_stack.back());
   t_context_stack.pop_back();

@@ -34,15 +34,13 @@ uintptr_t MemcpyOperand(CUmemorytype type, const void* host, CUdeviceptr device,
 }  // namespace
 
 HALSIM_EXPORT CUresult cuGraphCreate(CUgraph* phgraph, unsigned int flags) {
-  HALSIM_ENTER("cuGraphCreate");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphCreate", ctx);
   if (!phgraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   return Cu(skin::Hand(L().New<skin::Graph>(ctx), phgraph));
 }
 
 HALSIM_EXPORT CUresult cuGraphDestroy(CUgraph hgraph) {
-  HALSIM_ENTER("cuGraphDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuGraphDestroy");
   if (L().Delete<skin::Graph>(hgraph) != Code::kOk)
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
@@ -51,8 +49,7 @@ HALSIM_EXPORT CUresult cuGraphDestroy(CUgraph hgraph) {
 HALSIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phnode, CUgraph hgraph,
                                            const CUgraphNode* deps,
                                            size_t num_deps) {
-  HALSIM_ENTER("cuGraphAddEmptyNode");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphAddEmptyNode", ctx);
   return Cu(skin::AddNode(AsGraph(hgraph), deps, num_deps, nullptr, phnode));
 }
 
@@ -60,8 +57,7 @@ HALSIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* phnode, CUgraph hgraph,
                                             const CUgraphNode* deps,
                                             size_t num_deps,
                                             const CUDA_KERNEL_NODE_PARAMS* p) {
-  HALSIM_ENTER("cuGraphAddKernelNode");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphAddKernelNode", ctx);
   skin::Graph* graph = AsGraph(hgraph);
   if (!p || !graph) return CUDA_ERROR_INVALID_VALUE;
   if (!p->func) return CUDA_ERROR_NOT_SUPPORTED;  // CUkernel handles
@@ -80,8 +76,7 @@ HALSIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* phnode, CUgraph hgraph,
                                             size_t num_deps,
                                             const CUDA_MEMSET_NODE_PARAMS* p,
                                             CUcontext hctx) {
-  HALSIM_ENTER("cuGraphAddMemsetNode");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphAddMemsetNode", ctx);
   skin::Graph* graph = AsGraph(hgraph);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = CheckContext(graph, hctx); r != CUDA_SUCCESS) return r;
@@ -95,8 +90,7 @@ HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
                                             size_t num_deps,
                                             const CUDA_MEMCPY3D* p,
                                             CUcontext hctx) {
-  HALSIM_ENTER("cuGraphAddMemcpyNode");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphAddMemcpyNode", ctx);
   skin::Graph* graph = AsGraph(hgraph);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = CheckContext(graph, hctx); r != CUDA_SUCCESS) return r;
@@ -122,8 +116,7 @@ HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,
                                           const CUgraphNode* deps,
                                           size_t num_deps,
                                           const CUDA_HOST_NODE_PARAMS* p) {
-  HALSIM_ENTER("cuGraphAddHostNode");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphAddHostNode", ctx);
   if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
   // As a host function: no CUDA calls from inside.
   return Cu(skin::AddHostNode(
@@ -134,8 +127,7 @@ HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,
 HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
                                                    CUgraph hgraph,
                                                    unsigned long long flags) {
-  HALSIM_ENTER("cuGraphInstantiateWithFlags");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphInstantiateWithFlags", ctx);
   if (!phexec) return CUDA_ERROR_INVALID_VALUE;
   skin::GraphExec* exec = nullptr;
   CUresult r = Cu(skin::Instantiate(L(), AsGraph(hgraph), flags, &exec));
@@ -144,14 +136,12 @@ HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
 }
 
 HALSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hexec, CUstream hstream) {
-  HALSIM_ENTER("cuGraphLaunch");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphLaunch", ctx);
   return Cu(skin::LaunchGraph(L(), hexec, AsStream(hstream)));
 }
 
 HALSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hexec) {
-  HALSIM_ENTER("cuGraphExecDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuGraphExecDestroy");
   if (L().Delete<skin::GraphExec>(hexec) != Code::kOk)
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;

@@ -33,18 +33,13 @@ CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
 
 }  // namespace hal::sim::cuda
 
+// Entry-point prologues (sim/skin/skin.h): the host-callback rule and the
+// settle rule; then cuInit done; then a current context without a sticky
+// error, as `ctx`.
 #define HALSIM_ENTER(name) \
   HALSIM_SKIN_ENTER(::hal::sim::cuda::L(), name, ::hal::sim::cuda::Cu)
-
-#define HALSIM_NEED_INIT()                    \
-  do {                                        \
-    if (!::hal::sim::cuda::L().initialized()) \
-      return CUDA_ERROR_NOT_INITIALIZED;      \
-  } while (0)
-
-// A current context without a sticky error.
-#define HALSIM_NEED_CONTEXT(ctx)                              \
-  HALSIM_NEED_INIT();                                         \
-  ::hal::sim::skin::Scope* ctx = ::hal::sim::cuda::Current(); \
-  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;                \
-  if (ctx->domain.failed()) return ::hal::sim::cuda::Cu(ctx->domain.error())
+#define HALSIM_ENTER_INIT(name) \
+  HALSIM_SKIN_ENTER_INIT(::hal::sim::cuda::L(), name, ::hal::sim::cuda::Cu)
+#define HALSIM_ENTER_CONTEXT(name, ctx)                                      \
+  HALSIM_SKIN_ENTER_SCOPE(::hal::sim::cuda::L(), name, ::hal::sim::cuda::Cu, \
+                          ctx, ::hal::sim::cuda::Current())

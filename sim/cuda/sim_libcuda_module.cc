@@ -91,8 +91,7 @@ HALSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
                                           unsigned int num_options,
                                           CUjit_option* options,
                                           void** option_values) {
-  HALSIM_ENTER("cuModuleLoadDataEx");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuModuleLoadDataEx", ctx);
   if (!module || !image || (num_options && (!options || !option_values))) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -115,15 +114,13 @@ HALSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
 }
 
 HALSIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
-  HALSIM_ENTER("cuModuleUnload");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuModuleUnload");
   return Cu(L().Delete<skin::Module>(hmod));
 }
 
 HALSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,
                                            const char* name) {
-  HALSIM_ENTER("cuModuleGetFunction");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuModuleGetFunction", ctx);
   if (!hfunc) return CUDA_ERROR_INVALID_VALUE;
   skin::Function* f = nullptr;
   CUresult r = Cu(skin::GetFunction(L(), hmod, name, "PTX", &f));
@@ -164,8 +161,7 @@ cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
                unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                unsigned int block_z, unsigned int shared_bytes,
                CUstream hstream, void** kernel_params, void** extra) {
-  HALSIM_ENTER("cuLaunchKernel");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuLaunchKernel", ctx);
   skin::Stream* stream = AsStream(hstream);
   if (!hfunc || !stream) return CUDA_ERROR_INVALID_HANDLE;
   const uint32_t grid[3] = {grid_x, grid_y, grid_z};

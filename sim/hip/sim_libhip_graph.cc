@@ -6,15 +6,13 @@ using namespace hal::sim::hip;  // NOLINT: the C ABI edge
 namespace skin = hal::sim::skin;
 
 HALSIM_EXPORT hipError_t hipGraphCreate(hipGraph_t* out, unsigned int flags) {
-  HALSIM_ENTER("hipGraphCreate");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphCreate", dev);
   if (!out || flags != 0) return hipErrorInvalidValue;
   return ToHip(skin::Hand(L().New<skin::Graph>(dev), out));
 }
 
 HALSIM_EXPORT hipError_t hipGraphDestroy(hipGraph_t graph) {
-  HALSIM_ENTER("hipGraphDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipGraphDestroy");
   if (L().Delete<skin::Graph>(graph) != Code::kOk) return hipErrorInvalidValue;
   return hipSuccess;
 }
@@ -23,8 +21,7 @@ HALSIM_EXPORT hipError_t hipGraphAddEmptyNode(hipGraphNode_t* out,
                                               hipGraph_t graph,
                                               const hipGraphNode_t* deps,
                                               size_t num_deps) {
-  HALSIM_ENTER("hipGraphAddEmptyNode");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphAddEmptyNode", dev);
   return ToHip(skin::AddNode(AsGraph(graph), deps, num_deps, nullptr, out));
 }
 
@@ -33,8 +30,7 @@ HALSIM_EXPORT hipError_t hipGraphAddKernelNode(hipGraphNode_t* out,
                                                const hipGraphNode_t* deps,
                                                size_t num_deps,
                                                const hipKernelNodeParams* p) {
-  HALSIM_ENTER("hipGraphAddKernelNode");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphAddKernelNode", dev);
   skin::Graph* graph = AsGraph(hgraph);
   if (!p || !graph) return hipErrorInvalidValue;
   // `func` is a module function (hipModuleGetFunction); parameters are
@@ -54,8 +50,7 @@ HALSIM_EXPORT hipError_t hipGraphAddMemsetNode(hipGraphNode_t* out,
                                                const hipGraphNode_t* deps,
                                                size_t num_deps,
                                                const hipMemsetParams* p) {
-  HALSIM_ENTER("hipGraphAddMemsetNode");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphAddMemsetNode", dev);
   if (!p) return hipErrorInvalidValue;
   return ToHip(skin::AddFillNode(L(), AsGraph(graph), deps, num_deps,
                                  reinterpret_cast<uintptr_t>(p->dst), p->value,
@@ -68,8 +63,7 @@ HALSIM_EXPORT hipError_t hipGraphAddMemcpyNode1D(hipGraphNode_t* out,
                                                  size_t num_deps, void* dst,
                                                  const void* src, size_t count,
                                                  hipMemcpyKind kind) {
-  HALSIM_ENTER("hipGraphAddMemcpyNode1D");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphAddMemcpyNode1D", dev);
   skin::Graph* graph = AsGraph(hgraph);
   if (!graph || ((!dst || !src) && count) || kind < hipMemcpyHostToHost ||
       kind > hipMemcpyDefault) {
@@ -88,8 +82,7 @@ HALSIM_EXPORT hipError_t hipGraphAddHostNode(hipGraphNode_t* out,
                                              const hipGraphNode_t* deps,
                                              size_t num_deps,
                                              const hipHostNodeParams* p) {
-  HALSIM_ENTER("hipGraphAddHostNode");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphAddHostNode", dev);
   if (!p || !p->fn) return hipErrorInvalidValue;
   // As a stream callback: no HIP calls from inside.
   return ToHip(skin::AddHostNode(
@@ -99,8 +92,7 @@ HALSIM_EXPORT hipError_t hipGraphAddHostNode(hipGraphNode_t* out,
 
 HALSIM_EXPORT hipError_t hipGraphInstantiateWithFlags(
     hipGraphExec_t* out, hipGraph_t graph, unsigned long long flags) {
-  HALSIM_ENTER("hipGraphInstantiateWithFlags");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphInstantiateWithFlags", dev);
   if (!out) return hipErrorInvalidValue;
   skin::GraphExec* exec = nullptr;
   hipError_t r = ToHip(skin::Instantiate(L(), AsGraph(graph), flags, &exec));
@@ -110,14 +102,12 @@ HALSIM_EXPORT hipError_t hipGraphInstantiateWithFlags(
 
 HALSIM_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t hexec,
                                         hipStream_t hstream) {
-  HALSIM_ENTER("hipGraphLaunch");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipGraphLaunch", dev);
   return ToHip(skin::LaunchGraph(L(), hexec, AsStream(hstream)));
 }
 
 HALSIM_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t hexec) {
-  HALSIM_ENTER("hipGraphExecDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipGraphExecDestroy");
   if (L().Delete<skin::GraphExec>(hexec) != Code::kOk) {
     return hipErrorInvalidValue;
   }

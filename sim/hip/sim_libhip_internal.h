@@ -41,16 +41,13 @@ hipError_t KernelOp(skin::Scope* device, hipFunction_t f,
 
 }  // namespace hal::sim::hip
 
+// Entry-point prologues (sim/skin/skin.h): the host-callback rule and the
+// settle rule; then hipInit done; then the current device without a sticky
+// error, as `dev`.
 #define HALSIM_ENTER(name) \
   HALSIM_SKIN_ENTER(::hal::sim::hip::L(), name, ::hal::sim::hip::ToHip)
-
-#define HALSIM_NEED_INIT()                                                  \
-  do {                                                                      \
-    if (!::hal::sim::hip::L().initialized()) return hipErrorNotInitialized; \
-  } while (0)
-
-// The current device, without a sticky error.
-#define HALSIM_NEED_DEVICE(dev)                              \
-  HALSIM_NEED_INIT();                                        \
-  ::hal::sim::skin::Scope* dev = ::hal::sim::hip::Current(); \
-  if (dev->domain.failed()) return ::hal::sim::hip::ToHip(dev->domain.error())
+#define HALSIM_ENTER_INIT(name) \
+  HALSIM_SKIN_ENTER_INIT(::hal::sim::hip::L(), name, ::hal::sim::hip::ToHip)
+#define HALSIM_ENTER_DEVICE(name, dev)                                        \
+  HALSIM_SKIN_ENTER_SCOPE(::hal::sim::hip::L(), name, ::hal::sim::hip::ToHip, \
+                          dev, ::hal::sim::hip::Current())

@@ -21,15 +21,13 @@ uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 }  // namespace
 
 HALSIM_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
-  HALSIM_ENTER("hipMalloc");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMalloc", dev);
   return Allocate(ptr, size, MemoryKind::kDevice, 256);
 }
 
 HALSIM_EXPORT hipError_t hipMallocManaged(void** ptr, size_t size,
                                           unsigned int flags) {
-  HALSIM_ENTER("hipMallocManaged");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMallocManaged", dev);
   if (flags != hipMemAttachGlobal && flags != hipMemAttachHost) {
     return hipErrorInvalidValue;
   }
@@ -37,16 +35,14 @@ HALSIM_EXPORT hipError_t hipMallocManaged(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipFree(void* ptr) {
-  HALSIM_ENTER("hipFree");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipFree", dev);
   if (!ptr) return hipSuccess;
   return ToHip(L().engine().Free(Address(ptr), /*host=*/false));
 }
 
 HALSIM_EXPORT hipError_t hipHostMalloc(void** ptr, size_t size,
                                        unsigned int flags) {
-  HALSIM_ENTER("hipHostMalloc");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostMalloc", dev);
   constexpr unsigned kKnown =
       hipHostMallocPortable | hipHostMallocMapped | hipHostMallocWriteCombined |
       hipHostMallocNumaUser | hipHostMallocCoherent | hipHostMallocNonCoherent;
@@ -58,30 +54,26 @@ HALSIM_EXPORT hipError_t hipHostMalloc(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipHostFree(void* ptr) {
-  HALSIM_ENTER("hipHostFree");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostFree", dev);
   if (!ptr) return hipSuccess;
   return ToHip(L().engine().Free(Address(ptr), /*host=*/true));
 }
 
 HALSIM_EXPORT hipError_t hipHostRegister(void* ptr, size_t size,
                                          unsigned int flags) {
-  HALSIM_ENTER("hipHostRegister");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostRegister", dev);
   if (!ptr || !size) return hipErrorInvalidValue;
   return ToHip(L().engine().Register(Address(ptr), size));
 }
 
 HALSIM_EXPORT hipError_t hipHostUnregister(void* ptr) {
-  HALSIM_ENTER("hipHostUnregister");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostUnregister", dev);
   return ToHip(L().engine().Unregister(Address(ptr)));
 }
 
 HALSIM_EXPORT hipError_t hipHostGetDevicePointer(void** out, void* host,
                                                  unsigned int flags) {
-  HALSIM_ENTER("hipHostGetDevicePointer");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostGetDevicePointer", dev);
   if (!out || flags != 0) return hipErrorInvalidValue;
   hipError_t r = ToHip(skin::CheckHostPointer(L(), host));
   if (r == hipSuccess) *out = host;  // unified addressing
@@ -91,8 +83,7 @@ HALSIM_EXPORT hipError_t hipHostGetDevicePointer(void** out, void* host,
 HALSIM_EXPORT hipError_t hipMallocFromPoolAsync(void** ptr, size_t size,
                                                 hipMemPool_t pool,
                                                 hipStream_t stream) {
-  HALSIM_ENTER("hipMallocFromPoolAsync");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMallocFromPoolAsync", dev);
   if (!pool) return hipErrorInvalidValue;
   if (!stream) return hipErrorInvalidHandle;  // no null stream
   // The address is handed out at once and usable in stream order.
@@ -100,16 +91,14 @@ HALSIM_EXPORT hipError_t hipMallocFromPoolAsync(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipFreeAsync(void* ptr, hipStream_t hstream) {
-  HALSIM_ENTER("hipFreeAsync");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipFreeAsync", dev);
   return ToHip(skin::FreeAsync(L(), Address(ptr), AsStream(hstream)));
 }
 
 HALSIM_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src,
                                         size_t bytes, hipMemcpyKind kind,
                                         hipStream_t hstream) {
-  HALSIM_ENTER("hipMemcpyAsync");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMemcpyAsync", dev);
   // Addresses are unified: every kind is checked by the ranges alone.
   if (kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) {
     return hipErrorInvalidValue;
@@ -121,8 +110,7 @@ HALSIM_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src,
 HALSIM_EXPORT hipError_t hipMemsetD8Async(hipDeviceptr_t dst,
                                           unsigned char value, size_t count,
                                           hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD8Async");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMemsetD8Async", dev);
   return ToHip(
       skin::FillAsync(L(), AsStream(stream), Address(dst), value, 1, count));
 }
@@ -130,16 +118,14 @@ HALSIM_EXPORT hipError_t hipMemsetD8Async(hipDeviceptr_t dst,
 HALSIM_EXPORT hipError_t hipMemsetD16Async(hipDeviceptr_t dst,
                                            unsigned short value, size_t count,
                                            hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD16Async");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMemsetD16Async", dev);
   return ToHip(
       skin::FillAsync(L(), AsStream(stream), Address(dst), value, 2, count));
 }
 
 HALSIM_EXPORT hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value,
                                            size_t count, hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD32Async");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMemsetD32Async", dev);
   return ToHip(skin::FillAsync(L(), AsStream(stream), Address(dst),
                                static_cast<uint32_t>(value), 4, count));
 }

@@ -110,8 +110,7 @@ HALSIM_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module,
                                              unsigned int num_options,
                                              hipJitOption* options,
                                              void** option_values) {
-  HALSIM_ENTER("hipModuleLoadDataEx");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipModuleLoadDataEx", dev);
   if (!module || !image || (num_options && (!options || !option_values))) {
     return hipErrorInvalidValue;
   }
@@ -122,16 +121,14 @@ HALSIM_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module,
 }
 
 HALSIM_EXPORT hipError_t hipModuleUnload(hipModule_t hmod) {
-  HALSIM_ENTER("hipModuleUnload");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipModuleUnload");
   return ToHip(L().Delete<skin::Module>(hmod));
 }
 
 HALSIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out,
                                               hipModule_t hmod,
                                               const char* name) {
-  HALSIM_ENTER("hipModuleGetFunction");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipModuleGetFunction", dev);
   if (!out) return hipErrorInvalidValue;
   skin::Function* f = nullptr;
   hipError_t r = ToHip(skin::GetFunction(L(), hmod, name, "HSACO", &f));
@@ -186,8 +183,7 @@ HALSIM_EXPORT hipError_t hipModuleLaunchKernel(
     unsigned int grid_z, unsigned int block_x, unsigned int block_y,
     unsigned int block_z, unsigned int shared_bytes, hipStream_t hstream,
     void** kernel_params, void** extra) {
-  HALSIM_ENTER("hipModuleLaunchKernel");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipModuleLaunchKernel", dev);
   skin::Stream* stream = AsStream(hstream);
   if (!f || !stream) return hipErrorInvalidHandle;  // no null stream
   const uint32_t grid[3] = {grid_x, grid_y, grid_z};

@@ -9,28 +9,24 @@ namespace skin = hal::sim::skin;
 
 HALSIM_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t* out,
                                                   unsigned int flags) {
-  HALSIM_ENTER("hipStreamCreateWithFlags");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipStreamCreateWithFlags", dev);
   if (!out || (flags & ~hipStreamNonBlocking)) return hipErrorInvalidValue;
   return ToHip(skin::Hand(skin::NewStream(L(), dev), out));
 }
 
 HALSIM_EXPORT hipError_t hipStreamDestroy(hipStream_t hstream) {
-  HALSIM_ENTER("hipStreamDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipStreamDestroy");
   return ToHip(skin::DestroyStream(L(), hstream));
 }
 
 HALSIM_EXPORT hipError_t hipStreamSynchronize(hipStream_t hstream) {
-  HALSIM_ENTER("hipStreamSynchronize");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipStreamSynchronize");
   return ToHip(skin::SynchronizeStream(L(), AsStream(hstream)));
 }
 
 HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
                                                  unsigned flags) {
-  HALSIM_ENTER("hipEventCreateWithFlags");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipEventCreateWithFlags", dev);
   if (!out) return hipErrorInvalidValue;
   if (!(flags & hipEventDisableTiming)) {
     std::fprintf(stderr,
@@ -42,15 +38,13 @@ HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
 }
 
 HALSIM_EXPORT hipError_t hipEventDestroy(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventDestroy");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipEventDestroy");
   return ToHip(L().Delete<skin::Event>(hevent));
 }
 
 HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
                                         hipStream_t hstream) {
-  HALSIM_ENTER("hipEventRecord");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipEventRecord", dev);
   skin::Stream* stream = AsStream(hstream);
   // The event reports the device's error when it completes.
   return ToHip(skin::RecordEvent(AsEvent(hevent), stream,
@@ -58,22 +52,19 @@ HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
 }
 
 HALSIM_EXPORT hipError_t hipEventQuery(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventQuery");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipEventQuery");
   return ToHip(skin::QueryEvent(AsEvent(hevent)));
 }
 
 HALSIM_EXPORT hipError_t hipEventSynchronize(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventSynchronize");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("hipEventSynchronize");
   return ToHip(skin::SynchronizeEvent(AsEvent(hevent)));
 }
 
 HALSIM_EXPORT hipError_t hipStreamWaitEvent(hipStream_t hstream,
                                             hipEvent_t hevent,
                                             unsigned int flags) {
-  HALSIM_ENTER("hipStreamWaitEvent");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipStreamWaitEvent", dev);
   if (flags != 0) return hipErrorInvalidValue;
   return ToHip(skin::StreamWaitEvent(L(), AsStream(hstream), AsEvent(hevent),
                                      "hipStreamWaitEvent"));
@@ -85,8 +76,7 @@ HALSIM_EXPORT hipError_t hipStreamAddCallback(hipStream_t hstream,
                                               hipStreamCallback_t callback,
                                               void* user_data,
                                               unsigned int flags) {
-  HALSIM_ENTER("hipStreamAddCallback");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipStreamAddCallback", dev);
   if (!callback || flags != 0) return hipErrorInvalidValue;
   skin::Stream* stream = AsStream(hstream);
   skin::Scope* scope = stream ? stream->scope : nullptr;

@@ -129,6 +129,22 @@ Code Library::DeviceTotalMem(int ordinal, size_t* bytes) {
   return Code::kOk;
 }
 
+Scope* Library::Retain(int ordinal) {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  ++devices_[ordinal].refs;
+  return &devices_[ordinal];
+}
+
+Code Library::ReleaseScope(int ordinal) {
+  Code code = CheckDevice(ordinal);
+  if (code != Code::kOk) return code;
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  Scope& scope = devices_[ordinal];
+  if (scope.refs == 0) return Code::kInvalidContext;
+  if (--scope.refs == 0) scope.domain.Clear();
+  return Code::kOk;
+}
+
 Code Library::HostCallbackViolation(const char* call) {
   engine_->CountHostCallbackViolation();
   std::fprintf(stderr, "%s: %s called from a host callback; %s\n",

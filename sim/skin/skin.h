@@ -122,7 +122,7 @@ Code Hand(T* object, H* out) {
 // device. The first failed op in it fails it (engine::Domain).
 struct Scope {
   int ordinal = 0;
-  int refs = 0;  // CUDA: primary-context references (under the init lock)
+  int refs = 0;  // primary-context references (under the init lock)
   engine::Domain domain;
 };
 
@@ -200,7 +200,6 @@ class Library {
   bool initialized() const { return initialized_.load(); }
   int device_count() const { return device_count_; }
   Scope* device(int ordinal);  // null when out of range
-  std::mutex& init_mutex() { return init_mutex_; }
 
   // Device queries, as CUDA and HIP answer them: kNotInitialized before the
   // init call, kInvalidDevice for an ordinal out of range, kInvalidValue for
@@ -219,6 +218,16 @@ class Library {
     Code code = CheckDevice(ordinal);
     return code == Code::kOk ? Attribute(rows, attribute, value) : code;
   }
+  // The device's scope as a retained primary context (CUDA's; HIP has them
+  // too): releasing the last reference clears its sticky error, and the
+  // handle stays the same; kInvalidContext for a release without a retain.
+  template <typename H>
+  Code RetainScope(int ordinal, H* out) {
+    Code code = CheckDevice(ordinal);
+    if (code != Code::kOk) return code;
+    return out ? Hand(Retain(ordinal), out) : Code::kInvalidValue;
+  }
+  Code ReleaseScope(int ordinal);
   // The device's default memory pool (a token: pool memory is the engine's).
   template <typename H>
   Code DefaultPool(int ordinal, H* out) {
@@ -254,6 +263,7 @@ class Library {
   uint64_t live_handles() const;
 
  private:
+  Scope* Retain(int ordinal);
   void Register(Kind kind, const void* handle);
   bool Unregister(Kind kind, const void* handle);
   bool Live(Kind kind, const void* handle) const;
@@ -280,6 +290,19 @@ class Library {
   if (::hal::sim::engine::Engine::InHostCallback())          \
     return to_vendor((library).HostCallbackViolation(name)); \
   ::hal::sim::engine::Engine::HostCall halsim_api_call_((library).engine())
+// ... and the library is initialised.
+#define HALSIM_SKIN_ENTER_INIT(library, name, to_vendor) \
+  HALSIM_SKIN_ENTER(library, name, to_vendor);           \
+  if (!(library).initialized())                          \
+  return to_vendor(::hal::sim::skin::Code::kNotInitialized)
+// ... and `current` (the calling thread's scope) is one without a sticky
+// error, as `scope`; kInvalidContext when there is none.
+#define HALSIM_SKIN_ENTER_SCOPE(library, name, to_vendor, scope, current) \
+  HALSIM_SKIN_ENTER_INIT(library, name, to_vendor);                       \
+  ::hal::sim::skin::Scope* scope = current;                               \
+  if (!scope) return to_vendor(::hal::sim::skin::Code::kInvalidContext);  \
+  if (scope->domain.failed())                                             \
+  return to_vendor(::hal::sim::skin::FromEngine(scope->domain.error()))
 
 // --- Streams, events and host functions (skin_queue.cc). ---
 Stream* NewStream(Library& lib, Scope* scope);
