@@ -79,11 +79,7 @@ skin::Library& L() {
       .api = "CUDA",
       .env_alias = "HALSIM_CUDA_",
       .devices_env = "HALSIM_CUDA_DEVICES",
-#ifdef HALSIM_CUDA_KERNEL_MODULES_DIR
-      .kernel_dir = HALSIM_CUDA_KERNEL_MODULES_DIR,
-#else
-      .kernel_dir = nullptr,
-#endif
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
       .callback_rule = "CUDA forbids API calls in cuLaunchHostFunc callbacks",
   });
   return *library;

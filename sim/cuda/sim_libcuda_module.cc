@@ -3,7 +3,7 @@
 // A PTX module's kernels run as the native (sim-format) build of the same
 // test kernel: cuModuleLoadDataEx reads each `.entry NAME(...)` and its
 // parameter list from the PTX text, and looks NAME up in the native kernel
-// modules (compiled in as HALSIM_CUDA_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR,
+// modules (compiled in as HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR,
 // alias HALSIM_CUDA_KERNEL_DIR, overrides it). The PTX is never executed.
 #include <cctype>
 #include <cstring>

@@ -85,11 +85,7 @@ skin::Library& L() {
       .api = "HIP",
       .env_alias = "HALSIM_",
       .devices_env = nullptr,
-#ifdef HALSIM_HIP_KERNEL_MODULES_DIR
-      .kernel_dir = HALSIM_HIP_KERNEL_MODULES_DIR,
-#else
-      .kernel_dir = nullptr,
-#endif
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
       .callback_rule = "HIP forbids API calls in hipStreamAddCallback/"
                        "hipLaunchHostFunc callbacks",
   });

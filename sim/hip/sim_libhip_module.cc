@@ -5,7 +5,7 @@
 // table: every 64-byte kernel descriptor `NAME.kd` is a kernel NAME, and its
 // kernarg_size (bytes 8-11 of the descriptor) the size of its argument
 // block. NAME runs as the native build of the same test kernel (compiled in
-// as HALSIM_HIP_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it); the
+// as HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it); the
 // AMDGPU code itself is never executed.
 #include <elf.h>
 
