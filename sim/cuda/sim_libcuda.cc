@@ -119,17 +119,11 @@ HALSIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 }
 
 HALSIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** str) {
-  const auto* row = skin::FindError(kErrors, error);
-  if (!str || !row) return CUDA_ERROR_INVALID_VALUE;
-  *str = row->name;
-  return CUDA_SUCCESS;
+  return Cu(skin::ErrorText(kErrors, error, /*name=*/true, str));
 }
 
 HALSIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** str) {
-  const auto* row = skin::FindError(kErrors, error);
-  if (!str || !row) return CUDA_ERROR_INVALID_VALUE;
-  *str = row->text;
-  return CUDA_SUCCESS;
+  return Cu(skin::ErrorText(kErrors, error, /*name=*/false, str));
 }
 
 // ---------------------------------------------------------------------------

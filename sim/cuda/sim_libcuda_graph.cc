@@ -41,9 +41,7 @@ HALSIM_EXPORT CUresult cuGraphCreate(CUgraph* phgraph, unsigned int flags) {
 
 HALSIM_EXPORT CUresult cuGraphDestroy(CUgraph hgraph) {
   HALSIM_ENTER_INIT("cuGraphDestroy");
-  if (L().Delete<skin::Graph>(hgraph) != Code::kOk)
-    return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS;
+  return Cu(skin::DestroyGraph(L(), hgraph));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phnode, CUgraph hgraph,
@@ -142,7 +140,5 @@ HALSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hexec, CUstream hstream) {
 
 HALSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hexec) {
   HALSIM_ENTER_INIT("cuGraphExecDestroy");
-  if (L().Delete<skin::GraphExec>(hexec) != Code::kOk)
-    return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS;
+  return Cu(skin::DestroyGraphExec(L(), hexec));
 }

@@ -13,8 +13,7 @@ HALSIM_EXPORT hipError_t hipGraphCreate(hipGraph_t* out, unsigned int flags) {
 
 HALSIM_EXPORT hipError_t hipGraphDestroy(hipGraph_t graph) {
   HALSIM_ENTER_INIT("hipGraphDestroy");
-  if (L().Delete<skin::Graph>(graph) != Code::kOk) return hipErrorInvalidValue;
-  return hipSuccess;
+  return ToHip(skin::DestroyGraph(L(), graph));
 }
 
 HALSIM_EXPORT hipError_t hipGraphAddEmptyNode(hipGraphNode_t* out,
@@ -108,8 +107,5 @@ HALSIM_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t hexec,
 
 HALSIM_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t hexec) {
   HALSIM_ENTER_INIT("hipGraphExecDestroy");
-  if (L().Delete<skin::GraphExec>(hexec) != Code::kOk) {
-    return hipErrorInvalidValue;
-  }
-  return hipSuccess;
+  return ToHip(skin::DestroyGraphExec(L(), hexec));
 }

@@ -93,6 +93,17 @@ const ErrorRow<R>* FindError(const ErrorRow<R> (&rows)[N], R result) {
   return nullptr;
 }
 
+// The name (or text) of `result` in `*out`; kInvalidValue for a code the
+// table does not have.
+template <typename R, size_t N>
+Code ErrorText(const ErrorRow<R> (&rows)[N], R result, bool name,
+               const char** out) {
+  const ErrorRow<R>* row = FindError(rows, result);
+  if (!out || !row) return Code::kInvalidValue;
+  *out = name ? row->name : row->text;
+  return Code::kOk;
+}
+
 // A device attribute's answer, in a skin's table.
 template <typename A>
 struct AttributeRow {
@@ -374,6 +385,9 @@ Code AddHostNode(Graph* graph, const H* deps, size_t num_deps,
 Code Instantiate(Library& lib, Graph* graph, unsigned long long flags,
                  GraphExec** out);
 Code LaunchGraph(Library& lib, const void* exec, Stream* stream);
+// kInvalidValue for a handle that is not a live graph (executable graph).
+Code DestroyGraph(Library& lib, const void* graph);
+Code DestroyGraphExec(Library& lib, const void* exec);
 
 // --- Modules and kernels (skin_module.cc). ---
 // Adds kernel `name` to `module`, with its native build when there is one.

@@ -60,4 +60,14 @@ Code LaunchGraph(Library& lib, const void* handle, Stream* stream) {
   return FromEngine(exec->exec.Launch(stream->queue));
 }
 
+Code DestroyGraph(Library& lib, const void* graph) {
+  return lib.Delete<Graph>(graph) == Code::kOk ? Code::kOk
+                                               : Code::kInvalidValue;
+}
+
+Code DestroyGraphExec(Library& lib, const void* exec) {
+  return lib.Delete<GraphExec>(exec) == Code::kOk ? Code::kOk
+                                                  : Code::kInvalidValue;
+}
+
 }  // namespace hal::sim::skin
