@@ -24,65 +24,25 @@ using gpu::testing::HostParams;
 constexpr char kSimLibrary[] = HAL_HIP_SIM_LIBRARY;
 constexpr char kRealLibrary[] = "libamdhip64.so.5";
 
-// The simulator's controls (sim/core/halsim_control.h), from the library
-// the driver loaded.
-struct SimControls {
-  uint64_t (*launched)() = nullptr;
-  uint64_t (*run)() = nullptr;
-  uint64_t (*violations)() = nullptr;
-  uint64_t (*work_done)() = nullptr;
-  void (*pause)(int) = nullptr;
-  int (*set_faults)(const char*) = nullptr;
-};
-
-void* SimHandle() { return dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL); }
-
+// A HIP entry point of the simulator.
 template <typename F>
 F Sym(const char* name) {
-  return reinterpret_cast<F>(dlsym(SimHandle(), name));
-}
-
-SimControls Controls() {
-  SimControls c;
-  if (!SimHandle()) return c;
-  c.launched = Sym<uint64_t (*)()>("halsim_host_functions_launched");
-  c.run = Sym<uint64_t (*)()>("halsim_host_functions_run");
-  c.violations = Sym<uint64_t (*)()>("halsim_api_violations");
-  c.work_done = Sym<uint64_t (*)()>("halsim_work_done");
-  c.pause = Sym<void (*)(int)>("halsim_pause_host_functions");
-  c.set_faults = Sym<int (*)(const char*)>("halsim_set_faults");
-  return c;
+  return gpu::testing::SimSymbol<F>(kSimLibrary, name);
 }
 
 DeviceUri SimUri(const std::string& params = "") {
-  auto parsed = DeviceUri::Parse("hip://?" + params);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-  DeviceUri uri = parsed.ok() ? *parsed : DeviceUri{};
-  uri.driver = "hip";
-  uri.params["library"] = kSimLibrary;
-  return uri;
+  return gpu::testing::SimUri("hip", kSimLibrary, params);
 }
 
 Ref<Device> OpenSimDevice(const std::string& params = "") {
-  auto device = CreateHipDevice(SimUri(params));
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
-  return device.ok() ? *device : Ref<Device>();
+  return gpu::testing::OpenDevice(
+      [](const DeviceUri& uri) { return CreateHipDevice(uri); },
+      SimUri(params));
 }
 
-class HipSim : public ::testing::Test {
+class HipSim : public gpu::testing::SimDriverTest {
  protected:
-  void SetUp() override {
-    controls_ = Controls();
-    ASSERT_NE(controls_.set_faults, nullptr)
-        << "simulator not found at " << kSimLibrary;
-    ASSERT_EQ(controls_.set_faults(""), 0);
-  }
-  void TearDown() override {
-    controls_.set_faults("");
-    controls_.pause(0);
-    SetHipFaultHook(nullptr);
-  }
-  SimControls controls_;
+  HipSim() : SimDriverTest(kSimLibrary, [] { SetHipFaultHook(nullptr); }) {}
 };
 
 TEST_F(HipSim, SymbolsResolveWithDlsym) {
@@ -192,8 +152,8 @@ TEST_F(HipSim, SimulatorEnforcesCallbackRuleAndNotReady) {
                   auto* seen = static_cast<Seen*>(p);
                   seen->status = status;
                   int count = 0;
-                  auto get_count = reinterpret_cast<hipError_t (*)(int*)>(
-                      dlsym(SimHandle(), "hipGetDeviceCount"));
+                  auto get_count =
+                      Sym<hipError_t (*)(int*)>("hipGetDeviceCount");
                   seen->inner = get_count(&count);
                 },
                 &seen, 0),
