@@ -103,40 +103,12 @@ TEST_F(CudaSim, TooOldDriverIsUnavailable) {
 }
 
 TEST_F(CudaSim, EnumerationAndUris) {
-  auto devices = EnumerateCudaDevices(kSimLibrary);
-  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  ASSERT_EQ(devices->size(), 1u);
-  const DeviceInfo& info = (*devices)[0];
-  EXPECT_EQ(info.uri, "cuda:0");
-  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
-  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  DeviceInfo info;
+  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
+      "cuda", kSimLibrary,
+      [](const char* path) { return EnumerateCudaDevices(path); },
+      [](const DeviceUri& uri) { return CreateCudaDevice(uri); }, &info));
   EXPECT_EQ(info.properties.at("compute_capability"), "8.0");
-  EXPECT_GT(info.memory_bytes, 0u);
-
-  for (std::string id : {std::string("0"), info.uuid}) {
-    DeviceUri uri;
-    uri.driver = "cuda";
-    uri.devices = {id};
-    uri.params["library"] = kSimLibrary;
-    auto device = CreateCudaDevice(uri);
-    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
-    EXPECT_EQ((*device)->info().uuid, info.uuid);
-  }
-  DeviceUri missing;
-  missing.driver = "cuda";
-  missing.params["library"] = kSimLibrary;
-  missing.devices = {"3"};
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {};
-  missing.params["command_buffer_mode"] = "graph";
-  auto graph = CreateCudaDevice(missing);
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
-  missing.params["command_buffer_mode"] = "tape";
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(),
-            StatusCode::kInvalidArgument);
 }
 
 TEST_F(CudaSim, DeviceToDeviceChainMakesNoHostRoundTrip) {

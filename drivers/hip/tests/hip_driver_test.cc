@@ -74,37 +74,18 @@ TEST_F(HipSim, MissingLibraryIsUnavailableWithHint) {
 }
 
 TEST_F(HipSim, EnumerationAndUris) {
-  auto devices = EnumerateHipDevices(kSimLibrary);
-  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  ASSERT_EQ(devices->size(), 1u);
-  const DeviceInfo& info = (*devices)[0];
-  EXPECT_EQ(info.uri, "hip:0");
-  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
-  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  DeviceInfo info;
+  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
+      "hip", kSimLibrary,
+      [](const char* path) { return EnumerateHipDevices(path); },
+      [](const DeviceUri& uri) { return CreateHipDevice(uri); }, &info));
   EXPECT_EQ(info.properties.at("compute_capability"), "9.0");
   EXPECT_EQ(info.properties.at("warp_size"), "64");
   EXPECT_EQ(info.properties.at("driver_version"), "5.2.3");
   EXPECT_EQ(info.properties.at("memory_pools"), "yes");
-  EXPECT_GT(info.memory_bytes, 0u);
-
-  for (std::string id : {std::string("0"), info.uuid}) {
-    DeviceUri uri = SimUri();
-    uri.devices = {id};
-    auto device = CreateHipDevice(uri);
-    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
-    EXPECT_EQ((*device)->info().uuid, info.uuid);
-    EXPECT_EQ((*device)->info().properties.at("async_allocations"), "on");
-  }
-  DeviceUri missing = SimUri();
-  missing.devices = {"3"};
-  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
-  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
-  auto graph = CreateHipDevice(SimUri("command_buffer_mode=graph"));
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
-  EXPECT_EQ(CreateHipDevice(SimUri("command_buffer_mode=tape")).status().code(),
-            StatusCode::kInvalidArgument);
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device->info().properties.at("async_allocations"), "on");
   EXPECT_EQ(CreateHipDevice(SimUri("colour=red")).status().code(),
             StatusCode::kInvalidArgument);
 }
