@@ -40,6 +40,14 @@ Ref<Device> OpenSimDevice(const std::string& params = "") {
       SimUri(params));
 }
 
+void ExpectRequiredSymbols(const HipSymbols& syms) {
+#define HAL_HIP_REQUIRED_SYMBOL(name) EXPECT_NE(syms.name, nullptr) << #name;
+#define HAL_HIP_OPTIONAL_SYMBOL(name)
+#include "drivers/hip/hip_symbols.inc"
+#undef HAL_HIP_REQUIRED_SYMBOL
+#undef HAL_HIP_OPTIONAL_SYMBOL
+}
+
 class HipSim : public gpu::testing::SimDriverTest {
  protected:
   HipSim() : SimDriverTest(kSimLibrary, [] { SetHipFaultHook(nullptr); }) {}
@@ -48,12 +56,7 @@ class HipSim : public gpu::testing::SimDriverTest {
 TEST_F(HipSim, SymbolsResolveWithDlsym) {
   auto syms = ResolveHipSymbols({kSimLibrary});
   ASSERT_TRUE(syms.ok()) << syms.status().ToString();
-#define HAL_HIP_REQUIRED_SYMBOL(name) \
-  EXPECT_NE((*syms)->name, nullptr) << #name;
-#define HAL_HIP_OPTIONAL_SYMBOL(name)
-#include "drivers/hip/hip_symbols.inc"
-#undef HAL_HIP_REQUIRED_SYMBOL
-#undef HAL_HIP_OPTIONAL_SYMBOL
+  ExpectRequiredSymbols(**syms);
   // As Debian's 5.2.3: no hipLaunchHostFunc, so the driver's host functions
   // go through hipStreamAddCallback in every test here.
   EXPECT_EQ((*syms)->hipLaunchHostFunc, nullptr);
@@ -209,12 +212,7 @@ TEST(HipRealLibrary, RequiredSymbolsResolve) {
     GTEST_SKIP() << syms.status().ToString();
   }
   ASSERT_TRUE(syms.ok()) << syms.status().ToString();
-#define HAL_HIP_REQUIRED_SYMBOL(name) \
-  EXPECT_NE((*syms)->name, nullptr) << #name;
-#define HAL_HIP_OPTIONAL_SYMBOL(name)
-#include "drivers/hip/hip_symbols.inc"
-#undef HAL_HIP_REQUIRED_SYMBOL
-#undef HAL_HIP_OPTIONAL_SYMBOL
+  ExpectRequiredSymbols(**syms);
 }
 
 // Without an AMD GPU (this machine), creating a device is UNAVAILABLE with
