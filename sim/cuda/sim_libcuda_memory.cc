@@ -6,24 +6,11 @@
 using namespace hal::sim::cuda;  // NOLINT: the C ABI edge
 namespace skin = hal::sim::skin;
 using hal::sim::engine::MemoryKind;
-
-namespace {
-
-CUresult AllocateDevice(CUdeviceptr* dptr, size_t bytesize, MemoryKind kind) {
-  void* p = nullptr;
-  CUresult r =
-      Cu(skin::Allocate(L(), dptr ? &p : nullptr, bytesize, kind, 256));
-  if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
-  return r;
-}
-
-uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-
-}  // namespace
+using hal::sim::skin::Address;
 
 HALSIM_EXPORT CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   HALSIM_ENTER_CONTEXT("cuMemAlloc", ctx);
-  return AllocateDevice(dptr, bytesize, MemoryKind::kDevice);
+  return Cu(skin::Allocate(L(), dptr, bytesize, MemoryKind::kDevice, 256));
 }
 
 HALSIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,
@@ -32,7 +19,7 @@ HALSIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return AllocateDevice(dptr, bytesize, MemoryKind::kManaged);
+  return Cu(skin::Allocate(L(), dptr, bytesize, MemoryKind::kManaged, 256));
 }
 
 HALSIM_EXPORT CUresult cuMemFree(CUdeviceptr dptr) {
@@ -65,10 +52,7 @@ HALSIM_EXPORT CUresult cuMemHostUnregister(void* p) {
 HALSIM_EXPORT CUresult cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p,
                                                  unsigned int flags) {
   HALSIM_ENTER_CONTEXT("cuMemHostGetDevicePointer", ctx);
-  if (!pdptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = Cu(skin::CheckHostPointer(L(), p));
-  if (r == CUDA_SUCCESS) *pdptr = Address(p);  // unified addressing
-  return r;
+  return Cu(skin::HostDevicePointer(L(), p, flags, pdptr));
 }
 
 HALSIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr,
@@ -78,7 +62,7 @@ HALSIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr,
   HALSIM_ENTER_CONTEXT("cuMemAllocFromPoolAsync", ctx);
   if (!dptr || !pool || !hstream) return CUDA_ERROR_INVALID_VALUE;
   // The address is handed out at once and usable in stream order.
-  return AllocateDevice(dptr, bytesize, MemoryKind::kPool);
+  return Cu(skin::Allocate(L(), dptr, bytesize, MemoryKind::kPool, 256));
 }
 
 HALSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hstream) {

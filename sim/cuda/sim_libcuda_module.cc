@@ -16,15 +16,11 @@ namespace skin = hal::sim::skin;
 
 namespace {
 
-// A PTX parameter's bytes: 8 (.u64/.b64/.s64), 4 (32-bit), or 0 for a type
-// the kernel ABI does not have (only pointers and uint32).
-int ParamBytes(const std::string& params, size_t type) {
-  for (const char* t : {".u64", ".b64", ".s64"}) {
-    if (params.compare(type, 4, t) == 0) return 8;
-  }
-  for (const char* t : {".u32", ".b32", ".s32"}) {
-    if (params.compare(type, 4, t) == 0) return 4;
-  }
+// A PTX parameter type's bytes: 8 or 4, or 0 for a type the kernel ABI
+// does not have (only pointers and uint32).
+int ParamBytes(const std::string& t) {
+  if (t == ".u64" || t == ".b64" || t == ".s64") return 8;
+  if (t == ".u32" || t == ".b32" || t == ".s32") return 4;
   return 0;
 }
 
@@ -57,7 +53,7 @@ bool ParsePtx(const std::string& ptx, skin::Module* module) {
       p += 6;
       size_t type = params.find_first_not_of(" \t\r\n", p);
       if (type == std::string::npos) return false;
-      int bytes = ParamBytes(params, type);
+      int bytes = ParamBytes(params.substr(type, 4));
       if (bytes == 0) return false;
       f->param_bytes.push_back(bytes);
     }
@@ -96,10 +92,7 @@ HALSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
     return CUDA_ERROR_INVALID_VALUE;
   }
   const char* text = static_cast<const char*>(image);
-  if (std::strncmp(text,
-                   "\x7f"
-                   "ELF",
-                   4) == 0) {
+  if (std::strncmp(text, "\177ELF", 4) == 0) {
     std::fprintf(stderr,
                  "halsim_cuda: cuModuleLoadDataEx: cubin/ELF images are not "
                  "simulated; only PTX\n");

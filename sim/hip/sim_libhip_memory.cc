@@ -6,6 +6,7 @@
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
 namespace skin = hal::sim::skin;
 using hal::sim::engine::MemoryKind;
+using hal::sim::skin::Address;
 
 namespace {
 
@@ -15,8 +16,6 @@ hipError_t Allocate(void** out, size_t size, MemoryKind kind,
   return ToHip(skin::Allocate(L(), out, size, kind, alignment,
                               /*zero_is_null=*/true));
 }
-
-uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 }  // namespace
 
@@ -74,10 +73,7 @@ HALSIM_EXPORT hipError_t hipHostUnregister(void* ptr) {
 HALSIM_EXPORT hipError_t hipHostGetDevicePointer(void** out, void* host,
                                                  unsigned int flags) {
   HALSIM_ENTER_DEVICE("hipHostGetDevicePointer", dev);
-  if (!out || flags != 0) return hipErrorInvalidValue;
-  hipError_t r = ToHip(skin::CheckHostPointer(L(), host));
-  if (r == hipSuccess) *out = host;  // unified addressing
-  return r;
+  return ToHip(skin::HostDevicePointer(L(), host, flags, out));
 }
 
 HALSIM_EXPORT hipError_t hipMallocFromPoolAsync(void** ptr, size_t size,

@@ -122,6 +122,10 @@ Code Attribute(const AttributeRow<A> (&rows)[N], A attribute, int* value) {
   return Code::kInvalidValue;
 }
 
+inline uintptr_t Address(const void* p) {
+  return reinterpret_cast<uintptr_t>(p);
+}
+
 // Stores `object` as the vendor's opaque handle type.
 template <typename H, typename T>
 Code Hand(T* object, H* out) {
@@ -335,8 +339,27 @@ Code LaunchHostFunction(Library& lib, Stream* stream, std::function<void()> fn);
 // `size` 0 is kInvalidValue, or a null pointer and kOk with `zero_is_null`.
 Code Allocate(Library& lib, void** out, size_t size, engine::MemoryKind kind,
               size_t alignment, bool zero_is_null = false);
+// The same, into a vendor's pointer or address type (CUdeviceptr).
+template <typename P>
+Code Allocate(Library& lib, P* out, size_t size, engine::MemoryKind kind,
+              size_t alignment, bool zero_is_null = false) {
+  void* p = nullptr;
+  Code code =
+      Allocate(lib, out ? &p : nullptr, size, kind, alignment, zero_is_null);
+  if (out) *out = reinterpret_cast<P>(p);
+  return code;
+}
 // kInvalidValue unless `p` lies in pinned or registered host memory.
 Code CheckHostPointer(Library& lib, const void* p);
+// The device address of host memory `host` (unified: the same); flags must
+// be 0.
+template <typename P>
+Code HostDevicePointer(Library& lib, void* host, unsigned flags, P* out) {
+  if (!out || flags != 0) return Code::kInvalidValue;
+  Code code = CheckHostPointer(lib, host);
+  if (code == Code::kOk) *out = reinterpret_cast<P>(host);
+  return code;
+}
 // A stream-ordered free of device, managed or pool memory at `p`.
 Code FreeAsync(Library& lib, uintptr_t p, Stream* stream);
 Code CopyAsync(Library& lib, Stream* stream, uintptr_t dst, uintptr_t src,
