@@ -1,54 +1,28 @@
 // The CUDA API simulator: a libcuda stand-in that runs on the CPU.
 //
-// It exports the driver-API entry points the HAL's CUDA driver uses
-// (resolved through cuGetProcAddress, as the driver does with a real
-// libcuda), so the driver's own code runs the conformance suite without a
-// GPU. It is a skin over the simulated GPU (sim/engine/engine.h): CUDA
-// handles, flags and CUresult codes translated to engine calls. The engine
-// does the scheduling (seeded, on a virtual clock, with the settle rule),
-// memory (quarantine, ranges), races, faults and the trace; this skin adds
-// what is CUDA's:
+// It exports the driver-API entry points the HAL's CUDA driver resolves
+// through cuGetProcAddress (drivers/cuda/cuda_symbols.inc), so the driver's
+// own code runs the conformance suite without a GPU. It is a skin over the
+// simulated GPU (sim/engine/) through the helpers every skin shares
+// (sim/skin/skin.h: streams, events, memory, graphs, kernels, handles):
+// CUDA handles, flags and CUresult codes translated to those. What is CUDA's:
 //
-//   * Streams are engine queues. An event is a view of an engine signal: a
-//     record raises it to the event's next epoch, a stream wait or an event
-//     synchronize waits for the captured epoch (a wait on a never-recorded
-//     event is a no-op, as in CUDA, and is reported:
-//     halsim_unsignalled_waits). Re-recording an event does not affect
-//     waits enqueued before.
-//   * Host functions run on the engine thread and block their stream.
-//     Calling any CUDA API from inside one returns CUDA_ERROR_NOT_PERMITTED
-//     and counts a violation (halsim_api_violations).
-//   * Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when
-//     none is current; a failed stream operation is a sticky context error
-//     (the context is an engine domain: every later call and event in the
-//     context reports it) until the primary context is released.
-//   * Memory is the engine's: device, managed, pinned host, registered host
-//     and pool memory, 0xCD-filled; transfers past an allocation or into
-//     freed (quarantined) memory fail with CUDA_ERROR_ILLEGAL_ADDRESS. A
-//     size larger than the host's memory (pinned) or the device's (16 GiB)
-//     is CUDA_ERROR_OUT_OF_MEMORY.
-//   * Faults (HALSIM_FAULTS, alias HALSIM_CUDA_FAULTS; sim/core/
-//     fault_plan.h): a failed allocation is CUDA_ERROR_OUT_OF_MEMORY, a
-//     failed stream operation CUDA_ERROR_LAUNCH_FAILED (sticky), a late
-//     signal a late event record.
-//   * Races (engine.h): reported on stderr and counted (halsim_races);
-//     HALSIM_RACES=abort (alias HALSIM_CUDA_RACES) aborts instead.
-//   * Modules (sim_libcuda_module.cc): PTX kernels run as the native build
-//     of the same test kernel, looked up by name.
-//   * Graphs (sim_libcuda_graph.cc): kernel, memset, memcpy (1D), host and
-//     empty nodes over engine graphs.
+//   * Primary contexts only, current through cuCtxPushCurrent/PopCurrent.
+//     Calls that need one fail with CUDA_ERROR_INVALID_CONTEXT when none is
+//     current; a failed stream operation is a sticky context error until the
+//     primary context is released.
+//   * Calling CUDA from a host function (cuLaunchHostFunc, host nodes)
+//     returns CUDA_ERROR_NOT_PERMITTED and counts a violation.
+//   * Faults (HALSIM_FAULTS, alias HALSIM_CUDA_FAULTS): a failed allocation
+//     is CUDA_ERROR_OUT_OF_MEMORY, a failed stream operation
+//     CUDA_ERROR_LAUNCH_FAILED (sticky); a bad access ILLEGAL_ADDRESS.
+//   * PTX modules (sim_libcuda_module.cc); graphs (sim_libcuda_graph.cc).
 //
-// The seed (HALSIM_SEED, alias HALSIM_CUDA_SEED), trace (HALSIM_TRACE),
-// settle window (HALSIM_SETTLE_US) and the controls are those of every
-// simulated library: sim/core/halsim_control.h. The halsim_cuda_* exports of
-// sim_libcuda.h are aliases of them.
-//
-// Not simulated: cubin images, graph updates and child graphs, timing
-// events, the legacy default stream.
-//
-// This file: initialization, errors, devices, contexts, cuGetProcAddress
-// and the controls. Streams and events: sim_libcuda_stream.cc; memory:
-// sim_libcuda_memory.cc.
+// The seed (HALSIM_SEED, alias HALSIM_CUDA_SEED), trace and controls are
+// those of every simulated library (sim/core/halsim_control.h); the
+// halsim_cuda_* exports of sim_libcuda.h are aliases of them. Not simulated:
+// cubin images, graph updates and child graphs, timing events, the legacy
+// default stream.
 #include "sim/cuda/sim_libcuda.h"
 
 #include <cstdlib>
@@ -60,162 +34,78 @@
 
 namespace hal::sim::cuda {
 
-Engine& E() {
-  static Engine* engine = [] {
-    engine::Options options;
-    options.log_prefix = "halsim_cuda";
-    options.device_memory_bytes = kDeviceMemoryBytes;
-    return new Engine(options);
-  }();
-  return *engine;
-}
-
-LibraryState& State() {
-  static LibraryState* state = new LibraryState();
-  return *state;
-}
-
-std::mutex& ContextMutex() {
-  static std::mutex* mutex = new std::mutex();
-  return *mutex;
-}
+namespace {
+// clang-format off
+const skin::ErrorRow<CUresult> kErrors[] = {
+  HALSIM_ERROR_ROW(kOk, CUDA_SUCCESS, "no error"),
+  HALSIM_ERROR_ROW(kInvalidValue, CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+  HALSIM_ERROR_ROW(kOutOfMemory, CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+  HALSIM_ERROR_ROW(kNotInitialized, CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+  HALSIM_ERROR_ROW(kNone, CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+  HALSIM_ERROR_ROW(kNone, CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+  HALSIM_ERROR_ROW(kInvalidDevice, CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+  HALSIM_ERROR_ROW(kInvalidContext, CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+  HALSIM_ERROR_ROW(kInvalidHandle, CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+  HALSIM_ERROR_ROW(kNotFound, CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+  HALSIM_ERROR_ROW(kInvalidImage, CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+  HALSIM_ERROR_ROW(kNone, CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+  HALSIM_ERROR_ROW(kNotReady, CUDA_ERROR_NOT_READY, "device not ready"),
+  HALSIM_ERROR_ROW(kIllegalAddress, CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+  HALSIM_ERROR_ROW(kLaunchFailed, CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+  HALSIM_ERROR_ROW(kNotPermitted, CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+  HALSIM_ERROR_ROW(kNotSupported, CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+  HALSIM_ERROR_ROW(kAlreadyRegistered, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped"),
+  HALSIM_ERROR_ROW(kNotRegistered, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"),
+  HALSIM_ERROR_ROW(kNone, CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+const skin::AttributeRow<CUdevice_attribute> kAttributes[] = {
+  {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 8},
+  {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+  {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+  {CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
+  {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+  {CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1},
+};
+// clang-format on
 
 // Static TLS (initial-exec), as the engine's (see engine.cc).
-thread_local std::vector<Context*> t_context_stack
+thread_local std::vector<skin::Scope*> t_context_stack
     __attribute__((tls_model("initial-exec")));
+}  // namespace
 
-Context* Current() {
+skin::Library& L() {
+  static skin::Library* library = new skin::Library({
+      .log_prefix = "halsim_cuda",
+      .api = "CUDA",
+      .env_alias = "HALSIM_CUDA_",
+      .devices_env = "HALSIM_CUDA_DEVICES",
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
+      .callback_rule = "CUDA forbids API calls in cuLaunchHostFunc callbacks",
+  });
+  return *library;
+}
+
+CUresult Cu(Code code) { return skin::ToVendor(kErrors, code); }
+
+skin::Scope* Current() {
   return t_context_stack.empty() ? nullptr : t_context_stack.back();
-}
-
-CUresult ToCuResult(engine::Error error) {
-  using engine::Error;
-  switch (error) {
-    case Error::kOk:
-      return CUDA_SUCCESS;
-    case Error::kInvalidValue:
-      return CUDA_ERROR_INVALID_VALUE;
-    case Error::kOutOfMemory:
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    case Error::kIllegalAddress:
-      return CUDA_ERROR_ILLEGAL_ADDRESS;
-    case Error::kLaunchFailed:
-      return CUDA_ERROR_LAUNCH_FAILED;
-    case Error::kAlreadyRegistered:
-      return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    case Error::kNotRegistered:
-      return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-    case Error::kBusy:
-      return CUDA_ERROR_NOT_READY;
-  }
-  return CUDA_ERROR_UNKNOWN;
-}
-
-CUresult HostFunctionViolation(const char* name) {
-  E().CountHostCallbackViolation();
-  std::fprintf(stderr,
-               "halsim_cuda: %s called from a host function; CUDA forbids "
-               "API calls in cuLaunchHostFunc callbacks\n",
-               name);
-  return CUDA_ERROR_NOT_PERMITTED;
 }
 
 }  // namespace hal::sim::cuda
 
 namespace hal::sim::engine {
-Engine& ControlEngine() { return cuda::E(); }
+Engine& ControlEngine() { return cuda::L().engine(); }
 }  // namespace hal::sim::engine
 
 using namespace hal::sim::cuda;  // NOLINT: the C ABI edge
-
-namespace {
-
-const char* ErrorName(CUresult r) {
-  switch (r) {
-#define N(x) \
-  case x:    \
-    return #x;
-    N(CUDA_SUCCESS)
-    N(CUDA_ERROR_INVALID_VALUE)
-    N(CUDA_ERROR_OUT_OF_MEMORY)
-    N(CUDA_ERROR_NOT_INITIALIZED)
-    N(CUDA_ERROR_DEINITIALIZED)
-    N(CUDA_ERROR_NO_DEVICE)
-    N(CUDA_ERROR_INVALID_DEVICE)
-    N(CUDA_ERROR_INVALID_CONTEXT)
-    N(CUDA_ERROR_INVALID_HANDLE)
-    N(CUDA_ERROR_NOT_FOUND)
-    N(CUDA_ERROR_INVALID_IMAGE)
-    N(CUDA_ERROR_INVALID_PTX)
-    N(CUDA_ERROR_NOT_READY)
-    N(CUDA_ERROR_ILLEGAL_ADDRESS)
-    N(CUDA_ERROR_LAUNCH_FAILED)
-    N(CUDA_ERROR_NOT_PERMITTED)
-    N(CUDA_ERROR_NOT_SUPPORTED)
-    N(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-    N(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
-#undef N
-    default:
-      return nullptr;
-  }
-}
-
-const char* ErrorString(CUresult r) {
-  switch (r) {
-    case CUDA_SUCCESS:
-      return "no error";
-    case CUDA_ERROR_INVALID_VALUE:
-      return "invalid argument";
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      return "out of memory";
-    case CUDA_ERROR_NOT_INITIALIZED:
-      return "initialization error";
-    case CUDA_ERROR_INVALID_CONTEXT:
-      return "invalid device context";
-    case CUDA_ERROR_INVALID_HANDLE:
-      return "invalid resource handle";
-    case CUDA_ERROR_NOT_READY:
-      return "device not ready";
-    case CUDA_ERROR_NOT_FOUND:
-      return "named symbol not found";
-    case CUDA_ERROR_INVALID_IMAGE:
-      return "device kernel image is invalid";
-    case CUDA_ERROR_INVALID_PTX:
-      return "a PTX JIT compilation failed";
-    case CUDA_ERROR_NOT_SUPPORTED:
-      return "operation not supported";
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-      return "an illegal memory access was encountered";
-    case CUDA_ERROR_LAUNCH_FAILED:
-      return "unspecified launch failure";
-    case CUDA_ERROR_NOT_PERMITTED:
-      return "operation not permitted";
-    default:
-      return nullptr;
-  }
-}
-
-}  // namespace
+namespace skin = hal::sim::skin;
 
 // ---------------------------------------------------------------------------
 // Initialization, version, errors.
 
 HALSIM_EXPORT CUresult cuInit(unsigned int flags) {
   HALSIM_ENTER("cuInit");
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(ContextMutex());
-  LibraryState& s = State();
-  if (s.initialized) return CUDA_SUCCESS;
-  if (!hal::sim::engine::ConfigureFromEnvironment(E(), "HALSIM_CUDA_")) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  if (const char* n = std::getenv("HALSIM_CUDA_DEVICES")) {
-    s.device_count = std::atoi(n);
-    if (s.device_count < 0 || s.device_count > 8) s.device_count = 1;
-  }
-  s.primary.assign(s.device_count, nullptr);
-  s.initialized = true;
-  return CUDA_SUCCESS;
+  return Cu(L().Init(flags));
 }
 
 HALSIM_EXPORT CUresult cuDriverGetVersion(int* version) {
@@ -229,15 +119,11 @@ HALSIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 }
 
 HALSIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** str) {
-  if (!str) return CUDA_ERROR_INVALID_VALUE;
-  *str = ErrorName(error);
-  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return Cu(skin::ErrorText(kErrors, error, /*name=*/true, str));
 }
 
 HALSIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** str) {
-  if (!str) return CUDA_ERROR_INVALID_VALUE;
-  *str = ErrorString(error);
-  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return Cu(skin::ErrorText(kErrors, error, /*name=*/false, str));
 }
 
 // ---------------------------------------------------------------------------
@@ -245,132 +131,66 @@ HALSIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** str) {
 
 HALSIM_EXPORT CUresult cuDeviceGetCount(int* count) {
   HALSIM_ENTER("cuDeviceGetCount");
-  HALSIM_NEED_INIT();
-  if (!count) return CUDA_ERROR_INVALID_VALUE;
-  *count = State().device_count;
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceCount(count));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   HALSIM_ENTER("cuDeviceGet");
-  HALSIM_NEED_INIT();
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (ordinal < 0 || ordinal >= State().device_count)
-    return CUDA_ERROR_INVALID_DEVICE;
-  *device = ordinal;
-  return CUDA_SUCCESS;
+  return Cu(L().GetDevice(ordinal, device));
 }
-
-#define HALSIM_CHECK_DEVICE(dev)                  \
-  HALSIM_NEED_INIT();                             \
-  if ((dev) < 0 || (dev) >= State().device_count) \
-  return CUDA_ERROR_INVALID_DEVICE
 
 HALSIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetName");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  std::snprintf(name, len, "HAL CUDA API simulator %d", dev);
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceName(dev, name, len, "HAL CUDA API simulator %d"));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetUuid");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
   // The CUDA skin's tag: 5e ed ca fe.
-  hal::sim::engine::StableDeviceUuid(
-      "\x5e\xed\xca\xfe", static_cast<uint32_t>(dev),
-      reinterpret_cast<unsigned char*>(uuid->bytes));
-  return CUDA_SUCCESS;
+  return Cu(
+      L().DeviceUuid(dev, "\x5e\xed\xca\xfe", uuid ? uuid->bytes : nullptr));
 }
 
 HALSIM_EXPORT CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
   HALSIM_ENTER("cuDeviceTotalMem");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-  *bytes = kDeviceMemoryBytes;
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceTotalMem(dev, bytes));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetAttribute(int* value,
                                             CUdevice_attribute attrib,
                                             CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetAttribute");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!value) return CUDA_ERROR_INVALID_VALUE;
-  switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *value = 8;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *value = 0;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
-      *value = 1;
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  return Cu(L().DeviceAttribute(kAttributes, dev, attrib, value));
 }
 
 HALSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool,
                                                  CUdevice dev) {
   HALSIM_ENTER("cuDeviceGetDefaultMemPool");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
-  static int pools[8];
-  *pool = reinterpret_cast<CUmemoryPool>(&pools[dev]);
-  return CUDA_SUCCESS;
+  return Cu(L().DefaultPool(dev, pool));
 }
 
 // ---------------------------------------------------------------------------
-// Contexts: primary contexts only.
+// Contexts: primary contexts only, one per device (the device's scope).
 
 HALSIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   HALSIM_ENTER("cuDevicePrimaryCtxRetain");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(ContextMutex());
-  Context*& ctx = State().primary[dev];
-  if (!ctx) {
-    ctx = new Context();
-    ctx->device = dev;
-  }
-  ++ctx->refs;
-  *pctx = reinterpret_cast<CUcontext>(ctx);
-  return CUDA_SUCCESS;
+  return Cu(L().RetainScope(dev, pctx));
 }
 
 HALSIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   HALSIM_ENTER("cuDevicePrimaryCtxRelease");
-  HALSIM_CHECK_DEVICE(dev);
-  std::lock_guard<std::mutex> lock(ContextMutex());
-  Context*& ctx = State().primary[dev];
-  if (!ctx || ctx->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (--ctx->refs == 0) {
-    // Releasing the last reference destroys the context and its sticky
-    // error. The Context object stays (handles may still be compared).
-    ctx->domain.Clear();
-  }
-  return CUDA_SUCCESS;
+  return Cu(L().ReleaseScope(dev));
 }
 
 HALSIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
-  HALSIM_ENTER("cuCtxPushCurrent");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuCtxPushCurrent");
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  t_context_stack.push_back(reinterpret_cast<Context*>(ctx));
+  t_context_stack.push_back(reinterpret_cast<skin::Scope*>(ctx));
   return CUDA_SUCCESS;
 }
 
 HALSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
-  HALSIM_ENTER("cuCtxPopCurrent");
-  HALSIM_NEED_INIT();
+  HALSIM_ENTER_INIT("cuCtxPopCurrent");
   if (t_context_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   if (pctx) *pctx = reinterpret_cast<CUcontext>(t_context_stack.back());
   t_context_stack.pop_back();
@@ -378,74 +198,22 @@ HALSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
 }
 
 // ---------------------------------------------------------------------------
-// Entry points by name.
+// Entry points by name: exactly those the driver resolves. #name keeps the
+// un-suffixed API name; the pointer is the versioned definition cuda.h's
+// macros map the name to (cuMemAlloc -> cuMemAlloc_v2).
 
 namespace {
 struct ProcEntry {
   const char* name;
   void* fn;
 };
-// #name keeps the un-suffixed API name; the pointer is the versioned
-// definition cuda.h's macros map the name to (cuMemAlloc -> cuMemAlloc_v2).
-#define HALSIM_PROC(name) {#name, reinterpret_cast<void*>(&name)},
-// clang-format off
+#define HAL_CUDA_REQUIRED_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)},
+#define HAL_CUDA_OPTIONAL_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)},
 const ProcEntry kProcs[] = {
-    HALSIM_PROC(cuInit)
-    HALSIM_PROC(cuDriverGetVersion)
-    HALSIM_PROC(cuGetErrorName)
-    HALSIM_PROC(cuGetErrorString)
-    HALSIM_PROC(cuDeviceGet)
-    HALSIM_PROC(cuDeviceGetCount)
-    HALSIM_PROC(cuDeviceGetName)
-    HALSIM_PROC(cuDeviceGetUuid)
-    HALSIM_PROC(cuDeviceTotalMem)
-    HALSIM_PROC(cuDeviceGetAttribute)
-    HALSIM_PROC(cuDeviceGetDefaultMemPool)
-    HALSIM_PROC(cuDevicePrimaryCtxRetain)
-    HALSIM_PROC(cuDevicePrimaryCtxRelease)
-    HALSIM_PROC(cuCtxPushCurrent)
-    HALSIM_PROC(cuCtxPopCurrent)
-    HALSIM_PROC(cuStreamCreate)
-    HALSIM_PROC(cuStreamDestroy)
-    HALSIM_PROC(cuStreamWaitEvent)
-    HALSIM_PROC(cuStreamSynchronize)
-    HALSIM_PROC(cuEventCreate)
-    HALSIM_PROC(cuEventDestroy)
-    HALSIM_PROC(cuEventRecord)
-    HALSIM_PROC(cuEventQuery)
-    HALSIM_PROC(cuEventSynchronize)
-    HALSIM_PROC(cuLaunchHostFunc)
-    HALSIM_PROC(cuMemAlloc)
-    HALSIM_PROC(cuMemAllocManaged)
-    HALSIM_PROC(cuMemFree)
-    HALSIM_PROC(cuMemHostAlloc)
-    HALSIM_PROC(cuMemFreeHost)
-    HALSIM_PROC(cuMemHostRegister)
-    HALSIM_PROC(cuMemHostUnregister)
-    HALSIM_PROC(cuMemHostGetDevicePointer)
-    HALSIM_PROC(cuMemAllocFromPoolAsync)
-    HALSIM_PROC(cuMemFreeAsync)
-    HALSIM_PROC(cuMemcpyAsync)
-    HALSIM_PROC(cuMemsetD8Async)
-    HALSIM_PROC(cuMemsetD16Async)
-    HALSIM_PROC(cuMemsetD32Async)
-    HALSIM_PROC(cuModuleLoadDataEx)
-    HALSIM_PROC(cuModuleUnload)
-    HALSIM_PROC(cuModuleGetFunction)
-    HALSIM_PROC(cuLaunchKernel)
-    HALSIM_PROC(cuGraphCreate)
-    HALSIM_PROC(cuGraphDestroy)
-    HALSIM_PROC(cuGraphAddEmptyNode)
-    HALSIM_PROC(cuGraphAddKernelNode)
-    HALSIM_PROC(cuGraphAddMemsetNode)
-    HALSIM_PROC(cuGraphAddMemcpyNode)
-    HALSIM_PROC(cuGraphAddHostNode)
-    HALSIM_PROC(cuGraphInstantiateWithFlags)
-    HALSIM_PROC(cuGraphLaunch)
-    HALSIM_PROC(cuGraphExecDestroy)
+#include "drivers/cuda/cuda_symbols.inc"
 };
-// clang-format on
-#undef HALSIM_PROC
+#undef HAL_CUDA_REQUIRED_SYMBOL
+#undef HAL_CUDA_OPTIONAL_SYMBOL
 }  // namespace
 
 HALSIM_EXPORT CUresult
@@ -454,19 +222,19 @@ cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
   HALSIM_ENTER("cuGetProcAddress");
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
+  CUdriverProcAddressQueryResult result = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (cuda_version > kSimDriverVersion) {
-    if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-    return CUDA_ERROR_NOT_FOUND;
-  }
-  for (const ProcEntry& e : kProcs) {
-    if (std::strcmp(e.name, symbol) == 0) {
-      *pfn = e.fn;
-      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-      return CUDA_SUCCESS;
+    result = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  } else {
+    for (const ProcEntry& e : kProcs) {
+      if (std::strcmp(e.name, symbol) == 0) {
+        *pfn = e.fn;
+        result = CU_GET_PROC_ADDRESS_SUCCESS;
+      }
     }
   }
-  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  return CUDA_ERROR_NOT_FOUND;
+  if (status) *status = result;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 // The CUDA 11.3-11.8 signature, for callers that ask for it by name.
@@ -481,34 +249,26 @@ HALSIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn,
 
 #define HALSIM_CUDA_ALIAS(ret, alias, target, params, args) \
   HALSIM_EXPORT ret alias params { return target args; }
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_host_functions_launched,
-                  halsim_host_functions_launched, (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_host_functions_run,
-                  halsim_host_functions_run, (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_api_violations, halsim_api_violations,
-                  (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_stream_work_done, halsim_work_done,
-                  (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_kernels_run, halsim_kernels_run, (void),
-                  ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_graphs_run, halsim_graphs_run, (void),
-                  ())
+#define HALSIM_CUDA_COUNTER(alias, target) \
+  HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_##alias, halsim_##target, (void), ())
+HALSIM_CUDA_COUNTER(host_functions_launched, host_functions_launched)
+HALSIM_CUDA_COUNTER(host_functions_run, host_functions_run)
+HALSIM_CUDA_COUNTER(api_violations, api_violations)
+HALSIM_CUDA_COUNTER(stream_work_done, work_done)
+HALSIM_CUDA_COUNTER(kernels_run, kernels_run)
+HALSIM_CUDA_COUNTER(graphs_run, graphs_run)
+HALSIM_CUDA_COUNTER(seed, seed)
+HALSIM_CUDA_COUNTER(trace_hash, trace_hash)
+HALSIM_CUDA_COUNTER(trace_length, trace_length)
+HALSIM_CUDA_COUNTER(virtual_time_ns, virtual_time_ns)
+HALSIM_CUDA_COUNTER(races, races)
+HALSIM_CUDA_COUNTER(unrecorded_waits, unsignalled_waits)
+HALSIM_CUDA_COUNTER(unsettled_steps, unsettled_steps)
 HALSIM_CUDA_ALIAS(void, halsim_cuda_pause_host_functions,
                   halsim_pause_host_functions, (int paused), (paused))
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_seed, halsim_seed, (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_trace_hash, halsim_trace_hash, (void),
-                  ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_trace_length, halsim_trace_length,
-                  (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_virtual_time_ns, halsim_virtual_time_ns,
-                  (void), ())
 HALSIM_CUDA_ALIAS(int, halsim_cuda_reset_schedule, halsim_reset_schedule,
                   (uint64_t seed), (seed))
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_races, halsim_races, (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_unrecorded_waits,
-                  halsim_unsignalled_waits, (void), ())
-HALSIM_CUDA_ALIAS(uint64_t, halsim_cuda_unsettled_steps, halsim_unsettled_steps,
-                  (void), ())
 HALSIM_CUDA_ALIAS(int, halsim_cuda_set_faults, halsim_set_faults,
                   (const char* plan), (plan))
+#undef HALSIM_CUDA_COUNTER
 #undef HALSIM_CUDA_ALIAS

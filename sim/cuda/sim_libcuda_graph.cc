@@ -1,43 +1,18 @@
-// The CUDA skin's graphs, over engine graphs (sim/engine/engine_graph.h).
-//
-// A graph is its nodes in creation order, each with its dependencies (nodes
-// of the same graph, so added before it). cuGraphInstantiateWithFlags fixes
-// one execution order: a topological order that, among the nodes whose
-// dependencies all ran, always takes the one added last (the engine's
-// unseeded order; kept so that a seed replays as before). cuGraphLaunch
-// enqueues the whole order as one stream op; every node runs with the checks
-// of its stream form (op faults, ranges, kernel bounds, sticky errors).
-// Launches of one executable graph run one at a time in launch order, as
-// CUDA orders them, also across streams.
+// The CUDA skin's graphs, over engine graphs through sim/skin/skin_graph.cc
+// (which says how they are ordered and launched).
 #include "sim/cuda/sim_libcuda_internal.h"
-#include "sim/engine/engine_graph.h"
 
 using namespace hal::sim::cuda;  // NOLINT: the C ABI edge
-namespace engine = hal::sim::engine;
+namespace skin = hal::sim::skin;
 
 namespace {
 
-struct Graph {
-  Context* context = nullptr;
-  engine::Graph graph;
-};
-
-Graph* AsGraph(CUgraph hgraph) { return reinterpret_cast<Graph*>(hgraph); }
-
-// Adds a node after checking the handles and dependencies (CUDA forbids
-// duplicate entries).
-CUresult AddNode(CUgraphNode* out, CUgraph hgraph, const CUgraphNode* deps,
-                 size_t num_deps, engine::Work run, bool host = false) {
-  Graph* graph = AsGraph(hgraph);
-  if (!out || !graph || (num_deps && !deps)) return CUDA_ERROR_INVALID_VALUE;
-  std::vector<const engine::Graph::Node*> nodes(num_deps);
-  for (size_t i = 0; i < num_deps; ++i) {
-    nodes[i] = reinterpret_cast<const engine::Graph::Node*>(deps[i]);
-  }
-  engine::Graph::Node* node = graph->graph.AddNode(nodes, std::move(run), host);
-  if (!node) return CUDA_ERROR_INVALID_VALUE;
-  *out = reinterpret_cast<CUgraphNode>(node);
-  return CUDA_SUCCESS;
+// A node's context must be the graph's.
+CUresult CheckContext(skin::Graph* graph, CUcontext hctx) {
+  if (!graph || !hctx) return CUDA_ERROR_INVALID_VALUE;
+  return reinterpret_cast<skin::Scope*>(hctx) == graph->scope
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 // The address a 1D CUDA_MEMCPY3D operand names, or 0 for forms the
@@ -59,74 +34,53 @@ uintptr_t MemcpyOperand(CUmemorytype type, const void* host, CUdeviceptr device,
 }  // namespace
 
 HALSIM_EXPORT CUresult cuGraphCreate(CUgraph* phgraph, unsigned int flags) {
-  HALSIM_ENTER("cuGraphCreate");
-  HALSIM_NEED_CONTEXT(ctx);
+  HALSIM_ENTER_CONTEXT("cuGraphCreate", ctx);
   if (!phgraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  auto* graph = new Graph();
-  graph->context = ctx;
-  *phgraph = reinterpret_cast<CUgraph>(graph);
-  return CUDA_SUCCESS;
+  return Cu(skin::Hand(L().New<skin::Graph>(ctx), phgraph));
 }
 
 HALSIM_EXPORT CUresult cuGraphDestroy(CUgraph hgraph) {
-  HALSIM_ENTER("cuGraphDestroy");
-  HALSIM_NEED_INIT();
-  if (!hgraph) return CUDA_ERROR_INVALID_VALUE;
-  delete AsGraph(hgraph);
-  return CUDA_SUCCESS;
+  HALSIM_ENTER_INIT("cuGraphDestroy");
+  return Cu(skin::DestroyGraph(L(), hgraph));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phnode, CUgraph hgraph,
                                            const CUgraphNode* deps,
                                            size_t num_deps) {
-  HALSIM_ENTER("cuGraphAddEmptyNode");
-  HALSIM_NEED_CONTEXT(ctx);
-  return AddNode(phnode, hgraph, deps, num_deps, nullptr);
+  HALSIM_ENTER_CONTEXT("cuGraphAddEmptyNode", ctx);
+  return Cu(skin::AddNode(AsGraph(hgraph), deps, num_deps, nullptr, phnode));
 }
 
-HALSIM_EXPORT CUresult cuGraphAddKernelNode(
-    CUgraphNode* phnode, CUgraph hgraph, const CUgraphNode* deps,
-    size_t num_deps, const CUDA_KERNEL_NODE_PARAMS* params) {
-  HALSIM_ENTER("cuGraphAddKernelNode");
-  HALSIM_NEED_CONTEXT(ctx);
-  if (!params || !hgraph) return CUDA_ERROR_INVALID_VALUE;
-  if (!params->func) return CUDA_ERROR_NOT_SUPPORTED;  // CUkernel handles
+HALSIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* phnode, CUgraph hgraph,
+                                            const CUgraphNode* deps,
+                                            size_t num_deps,
+                                            const CUDA_KERNEL_NODE_PARAMS* p) {
+  HALSIM_ENTER_CONTEXT("cuGraphAddKernelNode", ctx);
+  skin::Graph* graph = AsGraph(hgraph);
+  if (!p || !graph) return CUDA_ERROR_INVALID_VALUE;
+  if (!p->func) return CUDA_ERROR_NOT_SUPPORTED;  // CUkernel handles
   // Parameters are copied now, as CUDA does.
-  engine::Work op;
-  CUresult r =
-      KernelOp(AsGraph(hgraph)->context, params->func, params->gridDimX,
-               params->gridDimY, params->gridDimZ, params->blockDimX,
-               params->blockDimY, params->blockDimZ, params->sharedMemBytes,
-               params->kernelParams, params->extra, &op);
+  const uint32_t grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+  const uint32_t block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  hal::sim::engine::Work work;
+  CUresult r = KernelOp(graph->scope, p->func, grid, block, p->sharedMemBytes,
+                        p->kernelParams, p->extra, &work);
   if (r != CUDA_SUCCESS) return r;
-  return AddNode(phnode, hgraph, deps, num_deps, std::move(op));
+  return Cu(skin::AddNode(graph, deps, num_deps, std::move(work), phnode));
 }
 
-HALSIM_EXPORT CUresult cuGraphAddMemsetNode(
-    CUgraphNode* phnode, CUgraph hgraph, const CUgraphNode* deps,
-    size_t num_deps, const CUDA_MEMSET_NODE_PARAMS* params, CUcontext hctx) {
-  HALSIM_ENTER("cuGraphAddMemsetNode");
-  HALSIM_NEED_CONTEXT(ctx);
-  if (!params || !hgraph || !hctx) return CUDA_ERROR_INVALID_VALUE;
-  Graph* graph = AsGraph(hgraph);
-  if (reinterpret_cast<Context*>(hctx) != graph->context) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
-  if (params->height != 1) {
-    std::fprintf(stderr,
-                 "halsim_cuda: 2D memset nodes are not simulated (height "
-                 "%zu)\n",
-                 params->height);
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  CUdeviceptr dst = params->dst;
-  unsigned int size = params->elementSize;
-  if (!dst || (size != 1 && size != 2 && size != 4) || dst % size) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return AddNode(phnode, hgraph, deps, num_deps,
-                 E().FillWork(&graph->context->domain, dst, params->value,
-                              static_cast<int>(size), params->width));
+HALSIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* phnode, CUgraph hgraph,
+                                            const CUgraphNode* deps,
+                                            size_t num_deps,
+                                            const CUDA_MEMSET_NODE_PARAMS* p,
+                                            CUcontext hctx) {
+  HALSIM_ENTER_CONTEXT("cuGraphAddMemsetNode", ctx);
+  skin::Graph* graph = AsGraph(hgraph);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = CheckContext(graph, hctx); r != CUDA_SUCCESS) return r;
+  return Cu(skin::AddFillNode(L(), graph, deps, num_deps, uintptr_t{p->dst},
+                              p->value, p->elementSize, p->width, p->height,
+                              phnode));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
@@ -134,13 +88,10 @@ HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
                                             size_t num_deps,
                                             const CUDA_MEMCPY3D* p,
                                             CUcontext hctx) {
-  HALSIM_ENTER("cuGraphAddMemcpyNode");
-  HALSIM_NEED_CONTEXT(ctx);
-  if (!p || !hgraph || !hctx) return CUDA_ERROR_INVALID_VALUE;
-  Graph* graph = AsGraph(hgraph);
-  if (reinterpret_cast<Context*>(hctx) != graph->context) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  HALSIM_ENTER_CONTEXT("cuGraphAddMemcpyNode", ctx);
+  skin::Graph* graph = AsGraph(hgraph);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = CheckContext(graph, hctx); r != CUDA_SUCCESS) return r;
   if (p->Height != 1 || p->Depth != 1) {
     std::fprintf(stderr,
                  "halsim_cuda: only 1D memcpy nodes are simulated (height "
@@ -153,54 +104,41 @@ HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
   uintptr_t dst = MemcpyOperand(p->dstMemoryType, p->dstHost, p->dstDevice,
                                 p->dstArray, p->dstXInBytes, p->dstY, p->dstZ);
   if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
-  return AddNode(
-      phnode, hgraph, deps, num_deps,
-      E().CopyWork(&graph->context->domain, dst, src, p->WidthInBytes));
+  return Cu(skin::AddNode(
+      graph, deps, num_deps,
+      L().engine().CopyWork(&graph->scope->domain, dst, src, p->WidthInBytes),
+      phnode));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,
                                           const CUgraphNode* deps,
                                           size_t num_deps,
-                                          const CUDA_HOST_NODE_PARAMS* params) {
-  HALSIM_ENTER("cuGraphAddHostNode");
-  HALSIM_NEED_CONTEXT(ctx);
-  if (!params || !params->fn) return CUDA_ERROR_INVALID_VALUE;
-  CUhostFn fn = params->fn;
-  void* user_data = params->userData;
+                                          const CUDA_HOST_NODE_PARAMS* p) {
+  HALSIM_ENTER_CONTEXT("cuGraphAddHostNode", ctx);
+  if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
   // As a host function: no CUDA calls from inside.
-  return AddNode(phnode, hgraph, deps, num_deps,
-                 Engine::AsHostCallback([fn, user_data] { fn(user_data); }),
-                 /*host=*/true);
+  return Cu(skin::AddHostNode(
+      AsGraph(hgraph), deps, num_deps,
+      [fn = p->fn, data = p->userData] { fn(data); }, phnode));
 }
 
 HALSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phexec,
                                                    CUgraph hgraph,
                                                    unsigned long long flags) {
-  HALSIM_ENTER("cuGraphInstantiateWithFlags");
-  HALSIM_NEED_CONTEXT(ctx);
-  Graph* graph = AsGraph(hgraph);
-  if (!phexec || !graph) return CUDA_ERROR_INVALID_VALUE;
-  if (flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  *phexec = reinterpret_cast<CUgraphExec>(
-      new engine::GraphExec(E(), graph->graph, /*random=*/nullptr));
-  return CUDA_SUCCESS;
+  HALSIM_ENTER_CONTEXT("cuGraphInstantiateWithFlags", ctx);
+  if (!phexec) return CUDA_ERROR_INVALID_VALUE;
+  skin::GraphExec* exec = nullptr;
+  CUresult r = Cu(skin::Instantiate(L(), AsGraph(hgraph), flags, &exec));
+  if (r == CUDA_SUCCESS) skin::Hand(exec, phexec);
+  return r;
 }
 
 HALSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hexec, CUstream hstream) {
-  HALSIM_ENTER("cuGraphLaunch");
-  HALSIM_NEED_CONTEXT(ctx);
-  auto* exec = reinterpret_cast<engine::GraphExec*>(hexec);
-  if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  auto* stream = reinterpret_cast<Stream*>(hstream);
-  if (!stream) return CUDA_ERROR_INVALID_HANDLE;  // no legacy default stream
-  return ToCuResult(exec->Launch(stream->queue));
+  HALSIM_ENTER_CONTEXT("cuGraphLaunch", ctx);
+  return Cu(skin::LaunchGraph(L(), hexec, AsStream(hstream)));
 }
 
 HALSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hexec) {
-  HALSIM_ENTER("cuGraphExecDestroy");
-  HALSIM_NEED_INIT();
-  if (!hexec) return CUDA_ERROR_INVALID_VALUE;
-  // In-flight launches keep the node list (CUDA frees it on completion).
-  delete reinterpret_cast<engine::GraphExec*>(hexec);
-  return CUDA_SUCCESS;
+  HALSIM_ENTER_INIT("cuGraphExecDestroy");
+  return Cu(skin::DestroyGraphExec(L(), hexec));
 }

@@ -4,35 +4,26 @@
 // plain dlsym, as the driver does with the real libamdhip64.so.5), with the
 // signatures of Debian's hip_runtime_api.h (5.2.3), so the driver's own
 // code runs the conformance suite without a GPU. It is a skin over the
-// simulated GPU (sim/engine/engine.h), like the CUDA one (sim/cuda/): HIP
-// handles, flags and hipError_t codes translated to engine calls. The engine
-// does the scheduling (seeded, on a virtual clock, with the settle rule),
-// memory (quarantine, ranges), races, faults and the trace; this skin adds
-// what is HIP's:
+// simulated GPU (sim/engine/engine.h) through the helpers every skin shares
+// (sim/skin/skin.h: streams, events, memory, graphs, kernels, the handle
+// table), like the CUDA one: HIP handles, flags and hipError_t codes
+// translated to those. What is HIP's:
 //
 //   * Devices: hipSetDevice picks the calling thread's device (0 until
 //     set); streams, memory and modules belong to the device current when
 //     they are made. A failed stream operation is a sticky device error:
 //     every later call on the device reports it.
-//   * Streams are engine queues; an event is a view of an engine signal
-//     (hipErrorNotReady while its record is pending; a stream wait on a
-//     never-recorded event is a no-op, as in HIP, and is reported:
-//     halsim_unsignalled_waits). The null stream is not simulated.
+//   * hipErrorNotReady while an event's record is pending; the null stream
+//     is not simulated.
 //   * Stream callbacks (hipStreamAddCallback; Debian's 5.2.3 does not
 //     export hipLaunchHostFunc) run on the engine thread and block their
 //     stream. Calling HIP from inside one returns hipErrorNotSupported and
 //     counts a violation (halsim_api_violations).
-//   * Memory is the engine's: device, managed, pinned host, registered host
-//     and pool memory, 0xCD-filled; transfers past an allocation or into
-//     freed memory fail with hipErrorIllegalAddress (sticky).
 //   * Faults (HALSIM_FAULTS, sim/core/fault_plan.h): a failed allocation is
 //     hipErrorOutOfMemory, a failed stream operation hipErrorLaunchFailure
-//     (sticky), a late signal a late event record.
+//     (sticky); an access outside an allocation hipErrorIllegalAddress.
 //   * Modules (sim_libhip_module.cc): HSACO code objects (EM_AMDGPU ELF for
-//     gfx90a); kernels found by their descriptors (NAME.kd) in the symbol
-//     table run as the native build of the same test kernel.
-//   * Graphs (sim_libhip_graph.cc): kernel, memset, 1D memcpy, host and
-//     empty nodes over engine graphs.
+//     gfx90a); graphs (sim_libhip_graph.cc).
 //
 // The seed (HALSIM_SEED), trace (HALSIM_TRACE), settle window
 // (HALSIM_SETTLE_US) and the controls are those of every simulated library:
@@ -41,11 +32,9 @@
 // Not simulated: the null stream, timing events, hipLaunchHostFunc,
 // code-object metadata (argument lists), graph updates and child graphs.
 //
-// This file: initialization, errors, devices and the engine. Streams and
-// events: sim_libhip_stream.cc; memory: sim_libhip_memory.cc.
-#include <cstdlib>
+// This file: the library, errors and devices. Streams, events and memory:
+// sim_libhip_stream.cc.
 #include <cstring>
-#include <mutex>
 
 #include "sim/engine/engine_control.h"
 #include "sim/hip/sim_libhip_internal.h"
@@ -53,159 +42,75 @@
 namespace hal::sim::hip {
 
 namespace {
-
-struct LibraryState {
-  std::atomic<bool> initialized{false};
-  int device_count = 1;
-  Device devices[kMaxDevices];
+// clang-format off
+const skin::ErrorRow<hipError_t> kErrors[] = {
+  HALSIM_ERROR_ROW(kOk, hipSuccess, "no error"),
+  HALSIM_ERROR_ROW(kInvalidValue, hipErrorInvalidValue, "invalid argument"),
+  HALSIM_ERROR_ROW(kOutOfMemory, hipErrorOutOfMemory, "out of memory"),
+  HALSIM_ERROR_ROW(kNotInitialized, hipErrorNotInitialized, "initialization error"),
+  HALSIM_ERROR_ROW(kNone, hipErrorNoDevice, "no ROCm-capable device is detected"),
+  HALSIM_ERROR_ROW(kInvalidDevice, hipErrorInvalidDevice, "invalid device ordinal"),
+  HALSIM_ERROR_ROW(kInvalidImage, hipErrorInvalidImage, "device kernel image is invalid"),
+  HALSIM_ERROR_ROW(kNone, hipErrorNoBinaryForGpu, "no kernel image is available for execution on the device"),
+  HALSIM_ERROR_ROW(kInvalidHandle, hipErrorInvalidHandle, "invalid resource handle"),
+  HALSIM_ERROR_ROW(kNotFound, hipErrorNotFound, "named symbol not found"),
+  HALSIM_ERROR_ROW(kNotReady, hipErrorNotReady, "device not ready"),
+  HALSIM_ERROR_ROW(kIllegalAddress, hipErrorIllegalAddress, "an illegal memory access was encountered"),
+  HALSIM_ERROR_ROW(kAlreadyRegistered, hipErrorHostMemoryAlreadyRegistered, "part or all of the requested memory range is already mapped"),
+  HALSIM_ERROR_ROW(kNotRegistered, hipErrorHostMemoryNotRegistered, "pointer does not correspond to a registered memory region"),
+  HALSIM_ERROR_ROW(kLaunchFailed, hipErrorLaunchFailure, "unspecified launch failure"),
+  HALSIM_ERROR_ROW(kNotSupported, hipErrorNotSupported, "operation not supported"),
+  // HIP has no "not permitted": a call from a stream callback is this.
+  HALSIM_ERROR_ROW(kNotPermitted, hipErrorNotSupported, "operation not supported"),
+  HALSIM_ERROR_ROW(kNone, hipErrorUnknown, "unknown error"),
 };
-
-LibraryState& State() {
-  static LibraryState* state = new LibraryState();
-  return *state;
-}
-
-std::mutex& InitMutex() {
-  static std::mutex* mutex = new std::mutex();
-  return *mutex;
-}
+const skin::AttributeRow<hipDeviceAttribute_t> kAttributes[] = {
+  {hipDeviceAttributeComputeCapabilityMajor, 9},  // gfx90a: 9.0
+  {hipDeviceAttributeComputeCapabilityMinor, 0},
+  {hipDeviceAttributeWarpSize, 64},
+  {hipDeviceAttributeMemoryPoolsSupported, 1},
+  {hipDeviceAttributeUnifiedAddressing, 1},
+  {hipDeviceAttributeManagedMemory, 1},
+  {hipDeviceAttributeCanMapHostMemory, 1},
+};
+// clang-format on
 
 // Static TLS (initial-exec), as the engine's (see engine.cc).
 thread_local int t_device __attribute__((tls_model("initial-exec"))) = 0;
-
 }  // namespace
 
-Engine& E() {
-  static Engine* engine = [] {
-    engine::Options options;
-    options.log_prefix = "halsim_hip";
-    options.device_memory_bytes = kDeviceMemoryBytes;
-    return new Engine(options);
-  }();
-  return *engine;
+skin::Library& L() {
+  static skin::Library* library = new skin::Library({
+      .log_prefix = "halsim_hip",
+      .api = "HIP",
+      .env_alias = "HALSIM_",
+      .devices_env = nullptr,
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
+      .callback_rule = "HIP forbids API calls in hipStreamAddCallback/"
+                       "hipLaunchHostFunc callbacks",
+  });
+  return *library;
 }
 
-bool Initialized() { return State().initialized.load(); }
-int DeviceCount() { return State().device_count; }
-Device* GetDevice(int ordinal) {
-  if (ordinal < 0 || ordinal >= DeviceCount()) return nullptr;
-  return &State().devices[ordinal];
-}
-Device* Current() { return &State().devices[t_device]; }
+hipError_t ToHip(Code code) { return skin::ToVendor(kErrors, code); }
 
-hipError_t ToHipError(engine::Error error) {
-  using engine::Error;
-  switch (error) {
-    case Error::kOk:
-      return hipSuccess;
-    case Error::kInvalidValue:
-      return hipErrorInvalidValue;
-    case Error::kOutOfMemory:
-      return hipErrorOutOfMemory;
-    case Error::kIllegalAddress:
-      return hipErrorIllegalAddress;
-    case Error::kLaunchFailed:
-      return hipErrorLaunchFailure;
-    case Error::kAlreadyRegistered:
-      return hipErrorHostMemoryAlreadyRegistered;
-    case Error::kNotRegistered:
-      return hipErrorHostMemoryNotRegistered;
-    case Error::kBusy:
-      return hipErrorNotReady;
-  }
-  return hipErrorUnknown;
-}
-
-hipError_t HostFunctionViolation(const char* name) {
-  E().CountHostCallbackViolation();
-  std::fprintf(stderr,
-               "halsim_hip: %s called from a stream callback; HIP forbids "
-               "API calls in hipStreamAddCallback/hipLaunchHostFunc "
-               "callbacks\n",
-               name);
-  return hipErrorNotSupported;
-}
+skin::Scope* Current() { return L().device(t_device); }
 
 }  // namespace hal::sim::hip
 
 namespace hal::sim::engine {
-Engine& ControlEngine() { return hip::E(); }
+Engine& ControlEngine() { return hip::L().engine(); }
 }  // namespace hal::sim::engine
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
-
-namespace {
-
-struct ErrorText {
-  hipError_t error;
-  const char* name;
-  const char* text;
-};
-#define HALSIM_ERROR(e, text) {e, #e, text},
-const ErrorText kErrors[] = {
-    HALSIM_ERROR(hipSuccess, "no error") HALSIM_ERROR(hipErrorInvalidValue,
-                                                      "invalid argument")
-        HALSIM_ERROR(hipErrorOutOfMemory, "out of memory") HALSIM_ERROR(
-            hipErrorNotInitialized, "initialization error")
-            HALSIM_ERROR(hipErrorNoDevice, "no ROCm-capable device is detected")
-                HALSIM_ERROR(
-                    hipErrorInvalidDevice,
-                    "invalid device ordinal") HALSIM_ERROR(hipErrorInvalidImage,
-                                                           "device kernel "
-                                                           "image is invalid")
-                    HALSIM_ERROR(
-                        hipErrorNoBinaryForGpu,
-                        "no kernel image is available for execution on the "
-                        "device") HALSIM_ERROR(hipErrorInvalidHandle,
-                                               "invalid resource handle")
-                        HALSIM_ERROR(hipErrorNotFound, "named symbol not found")
-                            HALSIM_ERROR(hipErrorNotReady, "device not ready")
-                                HALSIM_ERROR(
-                                    hipErrorIllegalAddress,
-                                    "an illegal memory access was encountered")
-                                    HALSIM_ERROR(
-                                        hipErrorHostMemoryAlreadyRegistered,
-                                        "part or all of the requested memory "
-                                        "range is already "
-                                        "mapped")
-                                        HALSIM_ERROR(
-                                            hipErrorHostMemoryNotRegistered,
-                                            "pointer does not correspond to a "
-                                            "registered memory region")
-                                            HALSIM_ERROR(
-                                                hipErrorLaunchFailure,
-                                                "unspecified launch failure")
-                                                HALSIM_ERROR(
-                                                    hipErrorNotSupported,
-                                                    "operation not supported")
-                                                    HALSIM_ERROR(
-                                                        hipErrorUnknown,
-                                                        "unknown error")};
-#undef HALSIM_ERROR
-
-const ErrorText* FindError(hipError_t e) {
-  for (const ErrorText& t : kErrors) {
-    if (t.error == e) return &t;
-  }
-  return nullptr;
-}
-
-}  // namespace
+namespace skin = hal::sim::skin;
 
 // ---------------------------------------------------------------------------
 // Initialization, version, errors.
 
 HALSIM_EXPORT hipError_t hipInit(unsigned int flags) {
   HALSIM_ENTER("hipInit");
-  if (flags != 0) return hipErrorInvalidValue;
-  std::lock_guard<std::mutex> lock(InitMutex());
-  if (Initialized()) return hipSuccess;
-  if (!hal::sim::engine::ConfigureFromEnvironment(E(), "HALSIM_")) {
-    return hipErrorInvalidValue;
-  }
-  for (int i = 0; i < kMaxDevices; ++i) State().devices[i].ordinal = i;
-  State().initialized = true;
-  return hipSuccess;
+  return ToHip(L().Init(flags));
 }
 
 HALSIM_EXPORT hipError_t hipDriverGetVersion(int* version) {
@@ -217,13 +122,13 @@ HALSIM_EXPORT hipError_t hipDriverGetVersion(int* version) {
 
 // HIP returns "hipErrorUnknown" for codes it does not know.
 HALSIM_EXPORT const char* hipGetErrorName(hipError_t error) {
-  const ErrorText* t = FindError(error);
-  return t ? t->name : "hipErrorUnknown";
+  const auto* row = skin::FindError(kErrors, error);
+  return row ? row->name : "hipErrorUnknown";
 }
 
 HALSIM_EXPORT const char* hipGetErrorString(hipError_t error) {
-  const ErrorText* t = FindError(error);
-  return t ? t->text : "unknown error";
+  const auto* row = skin::FindError(kErrors, error);
+  return row ? row->text : "unknown error";
 }
 
 // ---------------------------------------------------------------------------
@@ -231,94 +136,47 @@ HALSIM_EXPORT const char* hipGetErrorString(hipError_t error) {
 
 HALSIM_EXPORT hipError_t hipGetDeviceCount(int* count) {
   HALSIM_ENTER("hipGetDeviceCount");
-  HALSIM_NEED_INIT();
-  if (!count) return hipErrorInvalidValue;
-  *count = DeviceCount();
-  return hipSuccess;
+  return ToHip(L().DeviceCount(count));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGet(hipDevice_t* device, int ordinal) {
   HALSIM_ENTER("hipDeviceGet");
-  HALSIM_NEED_INIT();
-  if (!device) return hipErrorInvalidValue;
-  if (!GetDevice(ordinal)) return hipErrorInvalidDevice;
-  *device = ordinal;
-  return hipSuccess;
+  return ToHip(L().GetDevice(ordinal, device));
 }
 
 HALSIM_EXPORT hipError_t hipSetDevice(int ordinal) {
   HALSIM_ENTER("hipSetDevice");
-  HALSIM_NEED_INIT();
-  if (!GetDevice(ordinal)) return hipErrorInvalidDevice;
-  t_device = ordinal;
-  return hipSuccess;
+  hipError_t r = ToHip(L().CheckDevice(ordinal));
+  if (r == hipSuccess) t_device = ordinal;
+  return r;
 }
-
-#define HALSIM_CHECK_DEVICE(dev) \
-  HALSIM_NEED_INIT();            \
-  if (!GetDevice(dev)) return hipErrorInvalidDevice
 
 HALSIM_EXPORT hipError_t hipDeviceGetName(char* name, int len,
                                           hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceGetName");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!name || len <= 0) return hipErrorInvalidValue;
-  std::snprintf(name, len, "HAL HIP API simulator %d (gfx90a)", dev);
-  return hipSuccess;
+  return ToHip(
+      L().DeviceName(dev, name, len, "HAL HIP API simulator %d (gfx90a)"));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceGetUuid");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!uuid) return hipErrorInvalidValue;
-  hal::sim::engine::StableDeviceUuid(
-      "HIPs", static_cast<uint32_t>(dev),
-      reinterpret_cast<unsigned char*>(uuid->bytes));
-  return hipSuccess;
+  return ToHip(L().DeviceUuid(dev, "HIPs", uuid ? uuid->bytes : nullptr));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t dev) {
   HALSIM_ENTER("hipDeviceTotalMem");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!bytes) return hipErrorInvalidValue;
-  *bytes = kDeviceMemoryBytes;
-  return hipSuccess;
+  return ToHip(L().DeviceTotalMem(dev, bytes));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetAttribute(int* value,
                                                hipDeviceAttribute_t attr,
                                                int dev) {
   HALSIM_ENTER("hipDeviceGetAttribute");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!value) return hipErrorInvalidValue;
-  switch (attr) {
-    case hipDeviceAttributeComputeCapabilityMajor:  // gfx90a: 9.0
-      *value = 9;
-      break;
-    case hipDeviceAttributeComputeCapabilityMinor:
-      *value = 0;
-      break;
-    case hipDeviceAttributeWarpSize:
-      *value = 64;
-      break;
-    case hipDeviceAttributeMemoryPoolsSupported:
-    case hipDeviceAttributeUnifiedAddressing:
-    case hipDeviceAttributeManagedMemory:
-    case hipDeviceAttributeCanMapHostMemory:
-      *value = 1;
-      break;
-    default:
-      return hipErrorInvalidValue;
-  }
-  return hipSuccess;
+  return ToHip(L().DeviceAttribute(kAttributes, dev, attr, value));
 }
 
 HALSIM_EXPORT hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool,
                                                     int dev) {
   HALSIM_ENTER("hipDeviceGetDefaultMemPool");
-  HALSIM_CHECK_DEVICE(dev);
-  if (!pool) return hipErrorInvalidValue;
-  static int pools[kMaxDevices];
-  *pool = reinterpret_cast<hipMemPool_t>(&pools[dev]);
-  return hipSuccess;
+  return ToHip(L().DefaultPool(dev, pool));
 }

@@ -1,37 +1,32 @@
-// The HIP skin's memory: allocations, registration and stream-ordered
-// transfers, fills and frees over the engine's address space.
+// The HIP skin's memory (sim/skin/skin_queue.cc): allocations, registration
+// and stream-ordered transfers, fills and frees over the engine's address
+// space.
 #include "sim/hip/sim_libhip_internal.h"
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
-namespace engine = hal::sim::engine;
-using engine::MemoryKind;
+namespace skin = hal::sim::skin;
+using hal::sim::engine::MemoryKind;
+using hal::sim::skin::Address;
 
 namespace {
 
+// HIP: a size of 0 gives a null pointer and success.
 hipError_t Allocate(void** out, size_t size, MemoryKind kind,
                     size_t alignment) {
-  if (!out) return hipErrorInvalidValue;
-  *out = nullptr;
-  if (size == 0) return hipSuccess;  // HIP: a null pointer and success
-  return ToHipError(E().Allocate(size, kind, alignment, out));
+  return ToHip(skin::Allocate(L(), out, size, kind, alignment,
+                              /*zero_is_null=*/true));
 }
-
-uintptr_t Address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-
-Stream* AsStream(hipStream_t s) { return reinterpret_cast<Stream*>(s); }
 
 }  // namespace
 
 HALSIM_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
-  HALSIM_ENTER("hipMalloc");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMalloc", dev);
   return Allocate(ptr, size, MemoryKind::kDevice, 256);
 }
 
 HALSIM_EXPORT hipError_t hipMallocManaged(void** ptr, size_t size,
                                           unsigned int flags) {
-  HALSIM_ENTER("hipMallocManaged");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMallocManaged", dev);
   if (flags != hipMemAttachGlobal && flags != hipMemAttachHost) {
     return hipErrorInvalidValue;
   }
@@ -39,16 +34,14 @@ HALSIM_EXPORT hipError_t hipMallocManaged(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipFree(void* ptr) {
-  HALSIM_ENTER("hipFree");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipFree", dev);
   if (!ptr) return hipSuccess;
-  return ToHipError(E().Free(Address(ptr), /*host=*/false));
+  return ToHip(L().engine().Free(Address(ptr), /*host=*/false));
 }
 
 HALSIM_EXPORT hipError_t hipHostMalloc(void** ptr, size_t size,
                                        unsigned int flags) {
-  HALSIM_ENTER("hipHostMalloc");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostMalloc", dev);
   constexpr unsigned kKnown =
       hipHostMallocPortable | hipHostMallocMapped | hipHostMallocWriteCombined |
       hipHostMallocNumaUser | hipHostMallocCoherent | hipHostMallocNonCoherent;
@@ -60,45 +53,33 @@ HALSIM_EXPORT hipError_t hipHostMalloc(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipHostFree(void* ptr) {
-  HALSIM_ENTER("hipHostFree");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostFree", dev);
   if (!ptr) return hipSuccess;
-  return ToHipError(E().Free(Address(ptr), /*host=*/true));
+  return ToHip(L().engine().Free(Address(ptr), /*host=*/true));
 }
 
 HALSIM_EXPORT hipError_t hipHostRegister(void* ptr, size_t size,
                                          unsigned int flags) {
-  HALSIM_ENTER("hipHostRegister");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipHostRegister", dev);
   if (!ptr || !size) return hipErrorInvalidValue;
-  return ToHipError(E().Register(Address(ptr), size));
+  return ToHip(L().engine().Register(Address(ptr), size));
 }
 
 HALSIM_EXPORT hipError_t hipHostUnregister(void* ptr) {
-  HALSIM_ENTER("hipHostUnregister");
-  HALSIM_NEED_DEVICE(dev);
-  return ToHipError(E().Unregister(Address(ptr)));
+  HALSIM_ENTER_DEVICE("hipHostUnregister", dev);
+  return ToHip(L().engine().Unregister(Address(ptr)));
 }
 
 HALSIM_EXPORT hipError_t hipHostGetDevicePointer(void** out, void* host,
                                                  unsigned int flags) {
-  HALSIM_ENTER("hipHostGetDevicePointer");
-  HALSIM_NEED_DEVICE(dev);
-  if (!out || flags != 0) return hipErrorInvalidValue;
-  engine::Allocation a;
-  if (!E().FindAllocation(Address(host), &a) ||
-      (a.kind != MemoryKind::kHost && a.kind != MemoryKind::kRegistered)) {
-    return hipErrorInvalidValue;
-  }
-  *out = host;  // unified addressing
-  return hipSuccess;
+  HALSIM_ENTER_DEVICE("hipHostGetDevicePointer", dev);
+  return ToHip(skin::HostDevicePointer(L(), host, flags, out));
 }
 
 HALSIM_EXPORT hipError_t hipMallocFromPoolAsync(void** ptr, size_t size,
                                                 hipMemPool_t pool,
                                                 hipStream_t stream) {
-  HALSIM_ENTER("hipMallocFromPoolAsync");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipMallocFromPoolAsync", dev);
   if (!pool) return hipErrorInvalidValue;
   if (!stream) return hipErrorInvalidHandle;  // no null stream
   // The address is handed out at once and usable in stream order.
@@ -106,77 +87,41 @@ HALSIM_EXPORT hipError_t hipMallocFromPoolAsync(void** ptr, size_t size,
 }
 
 HALSIM_EXPORT hipError_t hipFreeAsync(void* ptr, hipStream_t hstream) {
-  HALSIM_ENTER("hipFreeAsync");
-  HALSIM_NEED_DEVICE(dev);
-  engine::Allocation a;
-  if (!E().AllocationAt(Address(ptr), &a) || a.kind == MemoryKind::kHost ||
-      a.kind == MemoryKind::kRegistered) {
-    return hipErrorInvalidValue;
-  }
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;
-  return ToHipError(E().EnqueueFree(stream->queue, Address(ptr)));
+  HALSIM_ENTER_DEVICE("hipFreeAsync", dev);
+  return ToHip(skin::FreeAsync(L(), Address(ptr), AsStream(hstream)));
 }
 
 HALSIM_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src,
                                         size_t bytes, hipMemcpyKind kind,
                                         hipStream_t hstream) {
-  HALSIM_ENTER("hipMemcpyAsync");
-  HALSIM_NEED_DEVICE(dev);
-  if ((!dst || !src) && bytes) return hipErrorInvalidValue;
+  HALSIM_ENTER_DEVICE("hipMemcpyAsync", dev);
   // Addresses are unified: every kind is checked by the ranges alone.
   if (kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) {
     return hipErrorInvalidValue;
   }
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;
-  engine::Op op;
-  op.name = "memcpy";
-  op.bytes = bytes;
-  op.write = {Address(dst), Address(dst) + bytes};
-  op.read = {Address(src), Address(src) + bytes};
-  op.run =
-      E().CopyWork(&stream->device->domain, Address(dst), Address(src), bytes);
-  return ToHipError(E().Enqueue(stream->queue, std::move(op)));
+  return ToHip(skin::CopyAsync(L(), AsStream(hstream), Address(dst),
+                               Address(src), bytes));
 }
-
-namespace {
-
-hipError_t MemsetAsync(hipDeviceptr_t dst, uint32_t value, int size,
-                       size_t count, hipStream_t hstream) {
-  if ((!dst && count) || Address(dst) % size) return hipErrorInvalidValue;
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;
-  engine::Op op;
-  op.name = "memset";
-  op.bytes = count * size;
-  op.write = {Address(dst), Address(dst) + count * size};
-  op.run =
-      E().FillWork(&stream->device->domain, Address(dst), value, size, count);
-  return ToHipError(E().Enqueue(stream->queue, std::move(op)));
-}
-
-}  // namespace
 
 HALSIM_EXPORT hipError_t hipMemsetD8Async(hipDeviceptr_t dst,
                                           unsigned char value, size_t count,
                                           hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD8Async");
-  HALSIM_NEED_DEVICE(dev);
-  return MemsetAsync(dst, value, 1, count, stream);
+  HALSIM_ENTER_DEVICE("hipMemsetD8Async", dev);
+  return ToHip(
+      skin::FillAsync(L(), AsStream(stream), Address(dst), value, 1, count));
 }
 
 HALSIM_EXPORT hipError_t hipMemsetD16Async(hipDeviceptr_t dst,
                                            unsigned short value, size_t count,
                                            hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD16Async");
-  HALSIM_NEED_DEVICE(dev);
-  return MemsetAsync(dst, value, 2, count, stream);
+  HALSIM_ENTER_DEVICE("hipMemsetD16Async", dev);
+  return ToHip(
+      skin::FillAsync(L(), AsStream(stream), Address(dst), value, 2, count));
 }
 
 HALSIM_EXPORT hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value,
                                            size_t count, hipStream_t stream) {
-  HALSIM_ENTER("hipMemsetD32Async");
-  HALSIM_NEED_DEVICE(dev);
-  return MemsetAsync(dst, static_cast<uint32_t>(value), 4, count, stream);
+  HALSIM_ENTER_DEVICE("hipMemsetD32Async", dev);
+  return ToHip(skin::FillAsync(L(), AsStream(stream), Address(dst),
+                               static_cast<uint32_t>(value), 4, count));
 }

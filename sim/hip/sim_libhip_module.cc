@@ -1,59 +1,23 @@
-// The HIP skin's modules and kernel launches.
+// The HIP skin's modules and kernel launches (sim/skin/skin_module.cc).
 //
 // A module is an HSACO code object: an EM_AMDGPU ELF for the device's ISA
 // (gfx90a). hipModuleLoadDataEx checks the ELF header and reads its symbol
 // table: every 64-byte kernel descriptor `NAME.kd` is a kernel NAME, and its
 // kernarg_size (bytes 8-11 of the descriptor) the size of its argument
-// block. NAME is looked up in the native kernel modules the build produces
-// (build/<preset>/kernels/modules/*.sim.so, compiled in as
-// HALSIM_HIP_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it); the
-// AMDGPU code itself is never executed. hipModuleLaunchKernel runs every
-// block of the grid as engine kernel work, with each pointer parameter
-// bounded by the allocation it points into: an access outside it is
-// hipErrorIllegalAddress (sticky), as a GPU's memory fault.
+// block. NAME runs as the native build of the same test kernel (compiled in
+// as HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it); the
+// AMDGPU code itself is never executed.
 #include <elf.h>
 
 #include <cstring>
-#include <map>
-#include <memory>
 #include <string>
 
-#include "sim/engine/engine_control.h"
-#include "sim/engine/engine_kernels.h"
 #include "sim/hip/sim_libhip_internal.h"
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
-namespace engine = hal::sim::engine;
+namespace skin = hal::sim::skin;
 
 namespace {
-
-engine::KernelLibrary& Kernels() {
-  static engine::KernelLibrary* kernels = [] {
-    std::string dir;
-    if (const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_");
-        env && *env) {
-      dir = env;
-    } else {
-#ifdef HALSIM_HIP_KERNEL_MODULES_DIR
-      dir = HALSIM_HIP_KERNEL_MODULES_DIR;
-#endif
-    }
-    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_hip");
-  }();
-  return *kernels;
-}
-
-struct Function {
-  std::string name;
-  uint32_t kernarg_size = 0;  // from the kernel descriptor
-  bool native = false;        // false: no native build
-  engine::Kernel kernel;
-};
-
-struct Module {
-  Device* device = nullptr;
-  std::map<std::string, std::unique_ptr<Function>> functions;
-};
 
 // The bytes [offset, offset + size) of the image, or null when outside it.
 const uint8_t* At(const uint8_t* image, size_t image_size, uint64_t offset,
@@ -65,7 +29,7 @@ const uint8_t* At(const uint8_t* image, size_t image_size, uint64_t offset,
 // Reads the kernels of an HSACO image. The image size is not passed to
 // hipModuleLoadDataEx (as in HIP), so it is read from the ELF header: the
 // section headers are the last thing lld writes.
-hipError_t ParseHsaco(const uint8_t* image, Module* module) {
+hipError_t ParseHsaco(const uint8_t* image, skin::Module* module) {
   Elf64_Ehdr eh;
   std::memcpy(&eh, image, sizeof(eh));
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -125,12 +89,9 @@ hipError_t ParseHsaco(const uint8_t* image, Module* module) {
       const uint8_t* kd = At(
           image, size, holder.sh_offset + (sym.st_value - holder.sh_addr), 64);
       if (!kd) return hipErrorInvalidImage;
-      auto f = std::make_unique<Function>();
-      f->name.assign(name, len - 3);
+      skin::Function* f =
+          skin::AddFunction(L(), module, std::string(name, len - 3));
       std::memcpy(&f->kernarg_size, kd + 8, 4);
-      f->native = Kernels().Find(f->name, &f->kernel);
-      std::string key = f->name;
-      module->functions[key] = std::move(f);
     }
   }
   if (!found_symbols || module->functions.empty()) {
@@ -149,44 +110,29 @@ HALSIM_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module,
                                              unsigned int num_options,
                                              hipJitOption* options,
                                              void** option_values) {
-  HALSIM_ENTER("hipModuleLoadDataEx");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipModuleLoadDataEx", dev);
   if (!module || !image || (num_options && (!options || !option_values))) {
     return hipErrorInvalidValue;
   }
-  auto m = std::make_unique<Module>();
-  m->device = dev;
-  hipError_t r = ParseHsaco(static_cast<const uint8_t*>(image), m.get());
+  skin::Module parsed(dev);
+  hipError_t r = ParseHsaco(static_cast<const uint8_t*>(image), &parsed);
   if (r != hipSuccess) return r;
-  *module = reinterpret_cast<hipModule_t>(m.release());
-  return hipSuccess;
+  return ToHip(skin::Hand(L().New<skin::Module>(std::move(parsed)), module));
 }
 
 HALSIM_EXPORT hipError_t hipModuleUnload(hipModule_t hmod) {
-  HALSIM_ENTER("hipModuleUnload");
-  HALSIM_NEED_INIT();
-  if (!hmod) return hipErrorInvalidHandle;
-  delete reinterpret_cast<Module*>(hmod);
-  return hipSuccess;
+  HALSIM_ENTER_INIT("hipModuleUnload");
+  return ToHip(L().Delete<skin::Module>(hmod));
 }
 
 HALSIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out,
                                               hipModule_t hmod,
                                               const char* name) {
-  HALSIM_ENTER("hipModuleGetFunction");
-  HALSIM_NEED_DEVICE(dev);
-  if (!out || !hmod || !name) return hipErrorInvalidValue;
-  auto* m = reinterpret_cast<Module*>(hmod);
-  auto it = m->functions.find(name);
-  if (it == m->functions.end()) return hipErrorNotFound;
-  Function* f = it->second.get();
-  if (!f->native) {
-    std::fprintf(stderr,
-                 "halsim_hip: HSACO kernel '%s' has no native build in the "
-                 "test-kernel modules (%s); the simulator cannot run it\n",
-                 name, Kernels().dir().c_str());
-    return hipErrorNotFound;
-  }
+  HALSIM_ENTER_DEVICE("hipModuleGetFunction", dev);
+  if (!out) return hipErrorInvalidValue;
+  skin::Function* f = nullptr;
+  hipError_t r = ToHip(skin::GetFunction(L(), hmod, name, "HSACO", &f));
+  if (r != hipSuccess) return r;
   // The code object has no argument list the simulator reads (that is in
   // its msgpack metadata), so the kernel ABI's parameters (the native
   // build's bindings as pointers, then its constants) must at least fit in
@@ -196,7 +142,7 @@ HALSIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out,
   params.insert(params.end(), info->constant_count, 4);
   const uint32_t explicit_bytes =
       8 * info->binding_count + 4 * info->constant_count;
-  if (!engine::SignatureMatches(f->kernel, params) ||
+  if (!hal::sim::engine::SignatureMatches(f->kernel, params) ||
       f->kernarg_size < explicit_bytes) {
     std::fprintf(stderr,
                  "halsim_hip: HSACO kernel '%s' takes %u bytes of arguments; "
@@ -205,16 +151,16 @@ HALSIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out,
                  info->constant_count);
     return hipErrorInvalidImage;
   }
-  *out = reinterpret_cast<hipFunction_t>(f);
-  return hipSuccess;
+  return ToHip(skin::Hand(f, out));
 }
 
 namespace hal::sim::hip {
 
-hipError_t KernelOp(Device* device, hipFunction_t hfunc, const uint32_t grid[3],
-                    const uint32_t block[3], unsigned int shared_bytes,
-                    void** kernel_params, void** extra, engine::Work* out) {
-  auto* f = reinterpret_cast<Function*>(hfunc);
+hipError_t KernelOp(skin::Scope* device, hipFunction_t hfunc,
+                    const uint32_t grid[3], const uint32_t block[3],
+                    unsigned int shared_bytes, void** kernel_params,
+                    void** extra, engine::Work* out) {
+  auto* f = reinterpret_cast<const skin::Function*>(hfunc);
   if (!f) return hipErrorInvalidHandle;
   if (extra) {
     std::fprintf(stderr,
@@ -224,38 +170,10 @@ hipError_t KernelOp(Device* device, hipFunction_t hfunc, const uint32_t grid[3],
   }
   // AMD's limits: 1024 work-items per block, 64 KiB of LDS, and a grid of
   // at most 2^32 - 1 work-items in each dimension.
-  for (int i = 0; i < 3; ++i) {
-    if (grid[i] == 0 || block[i] == 0 ||
-        uint64_t{grid[i]} * block[i] > 0xFFFFFFFFu) {
-      return hipErrorInvalidValue;
-    }
-  }
-  if (uint64_t{block[0]} * block[1] * block[2] > 1024 ||
-      shared_bytes > 64 * 1024 ||
-      (f->kernel.info->binding_count + f->kernel.info->constant_count &&
-       !kernel_params)) {
-    return hipErrorInvalidValue;
-  }
-  const hal_sim_kernel_info* info = f->kernel.info;
-  // The native build was compiled for one block size.
-  if (block[0] != info->workgroup_size[0] ||
-      block[1] != info->workgroup_size[1] ||
-      block[2] != info->workgroup_size[2]) {
-    std::fprintf(stderr,
-                 "halsim_hip: '%s' launched with blocks [%u, %u, %u]; its "
-                 "native build runs [%u, %u, %u]\n",
-                 f->name.c_str(), block[0], block[1], block[2],
-                 info->workgroup_size[0], info->workgroup_size[1],
-                 info->workgroup_size[2]);
-    return hipErrorInvalidValue;
-  }
-  // Parameters are read during the call, as HIP does.
-  std::vector<uintptr_t> pointers;
-  std::vector<uint32_t> constants;
-  engine::ReadLaunchParams(f->kernel, kernel_params, &pointers, &constants);
-  *out = E().KernelWork(&device->domain, &f->kernel, grid, std::move(pointers),
-                        std::move(constants));
-  return hipSuccess;
+  static constexpr skin::LaunchLimits kLimits = {
+      {UINT32_MAX, UINT32_MAX, UINT32_MAX}, 0xFFFFFFFFu, 1024, 64 * 1024};
+  return ToHip(skin::LaunchWork(L(), kLimits, device, f, grid, block,
+                                shared_bytes, kernel_params, out));
 }
 
 }  // namespace hal::sim::hip
@@ -265,17 +183,14 @@ HALSIM_EXPORT hipError_t hipModuleLaunchKernel(
     unsigned int grid_z, unsigned int block_x, unsigned int block_y,
     unsigned int block_z, unsigned int shared_bytes, hipStream_t hstream,
     void** kernel_params, void** extra) {
-  HALSIM_ENTER("hipModuleLaunchKernel");
-  HALSIM_NEED_DEVICE(dev);
-  if (!f) return hipErrorInvalidHandle;
-  auto* stream = reinterpret_cast<Stream*>(hstream);
-  if (!stream) return hipErrorInvalidHandle;  // no null stream
+  HALSIM_ENTER_DEVICE("hipModuleLaunchKernel", dev);
+  skin::Stream* stream = AsStream(hstream);
+  if (!f || !stream) return hipErrorInvalidHandle;  // no null stream
   const uint32_t grid[3] = {grid_x, grid_y, grid_z};
   const uint32_t block[3] = {block_x, block_y, block_z};
-  engine::Op op;
-  op.name = "kernel";
-  hipError_t r = KernelOp(stream->device, f, grid, block, shared_bytes,
-                          kernel_params, extra, &op.run);
+  hal::sim::engine::Work work;
+  hipError_t r = KernelOp(stream->scope, f, grid, block, shared_bytes,
+                          kernel_params, extra, &work);
   if (r != hipSuccess) return r;
-  return ToHipError(E().Enqueue(stream->queue, std::move(op)));
+  return ToHip(skin::EnqueueKernel(L(), stream, std::move(work)));
 }

@@ -1,51 +1,32 @@
-// The HIP skin's streams, events and stream callbacks: streams are engine
-// queues, events views of engine signals (sim_libhip_internal.h).
+// The HIP skin's streams, events and stream callbacks (sim/skin/
+// skin_queue.cc): streams are engine queues, events views of engine signals.
+#include <cstdio>
+
 #include "sim/hip/sim_libhip_internal.h"
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
-namespace engine = hal::sim::engine;
-
-namespace {
-Event* AsEvent(hipEvent_t e) { return reinterpret_cast<Event*>(e); }
-Stream* AsStream(hipStream_t s) { return reinterpret_cast<Stream*>(s); }
-}  // namespace
+namespace skin = hal::sim::skin;
 
 HALSIM_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t* out,
                                                   unsigned int flags) {
-  HALSIM_ENTER("hipStreamCreateWithFlags");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipStreamCreateWithFlags", dev);
   if (!out || (flags & ~hipStreamNonBlocking)) return hipErrorInvalidValue;
-  auto* stream = new Stream();
-  stream->device = dev;
-  stream->queue = E().CreateQueue();
-  *out = reinterpret_cast<hipStream_t>(stream);
-  return hipSuccess;
+  return ToHip(skin::Hand(skin::NewStream(L(), dev), out));
 }
 
 HALSIM_EXPORT hipError_t hipStreamDestroy(hipStream_t hstream) {
-  HALSIM_ENTER("hipStreamDestroy");
-  HALSIM_NEED_INIT();
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;
-  // HIP waits for the stream's work here too.
-  E().DestroyQueue(stream->queue);
-  delete stream;
-  return hipSuccess;
+  HALSIM_ENTER_INIT("hipStreamDestroy");
+  return ToHip(skin::DestroyStream(L(), hstream));
 }
 
 HALSIM_EXPORT hipError_t hipStreamSynchronize(hipStream_t hstream) {
-  HALSIM_ENTER("hipStreamSynchronize");
-  HALSIM_NEED_INIT();
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;  // no null stream
-  E().Synchronize(stream->queue);
-  return ToHipError(stream->device->domain.error());
+  HALSIM_ENTER_INIT("hipStreamSynchronize");
+  return ToHip(skin::SynchronizeStream(L(), AsStream(hstream)));
 }
 
 HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
                                                  unsigned flags) {
-  HALSIM_ENTER("hipEventCreateWithFlags");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipEventCreateWithFlags", dev);
   if (!out) return hipErrorInvalidValue;
   if (!(flags & hipEventDisableTiming)) {
     std::fprintf(stderr,
@@ -53,62 +34,40 @@ HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
                  "hipEventDisableTiming)\n");
     return hipErrorNotSupported;
   }
-  auto* event = new Event();
-  event->device = dev;
-  *out = reinterpret_cast<hipEvent_t>(event);
-  return hipSuccess;
+  return ToHip(skin::Hand(L().New<skin::Event>(L().engine(), dev), out));
 }
 
 HALSIM_EXPORT hipError_t hipEventDestroy(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventDestroy");
-  HALSIM_NEED_INIT();
-  Event* event = AsEvent(hevent);
-  if (!event) return hipErrorInvalidHandle;
-  delete event;  // pending records and waits hold the signal
-  return hipSuccess;
+  HALSIM_ENTER_INIT("hipEventDestroy");
+  return ToHip(L().Delete<skin::Event>(hevent));
 }
 
 HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
                                         hipStream_t hstream) {
-  HALSIM_ENTER("hipEventRecord");
-  HALSIM_NEED_DEVICE(dev);
-  Event* event = AsEvent(hevent);
-  Stream* stream = AsStream(hstream);
-  if (!event || !stream) return hipErrorInvalidHandle;
+  HALSIM_ENTER_DEVICE("hipEventRecord", dev);
+  skin::Stream* stream = AsStream(hstream);
   // The event reports the device's error when it completes.
-  return ToHipError(
-      event->event.Record(stream->queue, &stream->device->domain));
+  return ToHip(skin::RecordEvent(AsEvent(hevent), stream,
+                                 stream ? &stream->scope->domain : nullptr));
 }
 
 HALSIM_EXPORT hipError_t hipEventQuery(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventQuery");
-  HALSIM_NEED_INIT();
-  Event* event = AsEvent(hevent);
-  if (!event) return hipErrorInvalidHandle;
-  engine::Error status;
-  if (!event->event.Query(&status)) return hipErrorNotReady;
-  return ToHipError(status);
+  HALSIM_ENTER_INIT("hipEventQuery");
+  return ToHip(skin::QueryEvent(AsEvent(hevent)));
 }
 
 HALSIM_EXPORT hipError_t hipEventSynchronize(hipEvent_t hevent) {
-  HALSIM_ENTER("hipEventSynchronize");
-  HALSIM_NEED_INIT();
-  Event* event = AsEvent(hevent);
-  if (!event) return hipErrorInvalidHandle;
-  return ToHipError(event->event.Synchronize());
+  HALSIM_ENTER_INIT("hipEventSynchronize");
+  return ToHip(skin::SynchronizeEvent(AsEvent(hevent)));
 }
 
 HALSIM_EXPORT hipError_t hipStreamWaitEvent(hipStream_t hstream,
                                             hipEvent_t hevent,
                                             unsigned int flags) {
-  HALSIM_ENTER("hipStreamWaitEvent");
-  HALSIM_NEED_DEVICE(dev);
-  Event* event = AsEvent(hevent);
-  if (!event || flags != 0) return hipErrorInvalidValue;
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;  // no null stream
-  return ToHipError(
-      event->event.EnqueueWait(stream->queue, "hipStreamWaitEvent", "HIP"));
+  HALSIM_ENTER_DEVICE("hipStreamWaitEvent", dev);
+  if (flags != 0) return hipErrorInvalidValue;
+  return ToHip(skin::StreamWaitEvent(L(), AsStream(hstream), AsEvent(hevent),
+                                     "hipStreamWaitEvent"));
 }
 
 // The callback gets the stream's status (the device's sticky error) when it
@@ -117,13 +76,12 @@ HALSIM_EXPORT hipError_t hipStreamAddCallback(hipStream_t hstream,
                                               hipStreamCallback_t callback,
                                               void* user_data,
                                               unsigned int flags) {
-  HALSIM_ENTER("hipStreamAddCallback");
-  HALSIM_NEED_DEVICE(dev);
+  HALSIM_ENTER_DEVICE("hipStreamAddCallback", dev);
   if (!callback || flags != 0) return hipErrorInvalidValue;
-  Stream* stream = AsStream(hstream);
-  if (!stream) return hipErrorInvalidHandle;  // no null stream
-  return ToHipError(E().EnqueueHostFunction(
-      stream->queue, [callback, user_data, hstream, device = stream->device] {
-        callback(hstream, ToHipError(device->domain.error()), user_data);
+  skin::Stream* stream = AsStream(hstream);
+  skin::Scope* scope = stream ? stream->scope : nullptr;
+  return ToHip(skin::LaunchHostFunction(
+      L(), stream, [callback, user_data, hstream, scope] {
+        callback(hstream, ToHip(scope->domain.error()), user_data);
       }));
 }

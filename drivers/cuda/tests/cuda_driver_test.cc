@@ -35,81 +35,35 @@ constexpr char kSimLibrary[] = HAL_CUDA_SIM_LIBRARY;
 [[maybe_unused]] const bool kRacesCounted =
     setenv("HALSIM_CUDA_RACES", "count", 1) == 0;
 
-// The simulator's extra entry points, from the library the driver loaded.
-struct SimControls {
-  uint64_t (*launched)() = nullptr;
-  uint64_t (*run)() = nullptr;
-  uint64_t (*violations)() = nullptr;
-  uint64_t (*work_done)() = nullptr;
-  uint64_t (*kernels_run)() = nullptr;
-  uint64_t (*graphs_run)() = nullptr;
-  void (*pause)(int) = nullptr;
-  int (*set_faults)(const char*) = nullptr;
-  int (*reset_schedule)(uint64_t) = nullptr;
-  uint64_t (*trace_hash)() = nullptr;
-  uint64_t (*races)() = nullptr;
-  uint64_t (*unrecorded_waits)() = nullptr;
-};
-
-SimControls Controls() {
-  SimControls c;
-  void* lib = dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return c;
-  c.launched = reinterpret_cast<uint64_t (*)()>(
-      dlsym(lib, "halsim_cuda_host_functions_launched"));
-  c.run = reinterpret_cast<uint64_t (*)()>(
-      dlsym(lib, "halsim_cuda_host_functions_run"));
-  c.violations = reinterpret_cast<uint64_t (*)()>(
-      dlsym(lib, "halsim_cuda_api_violations"));
-  c.work_done = reinterpret_cast<uint64_t (*)()>(
-      dlsym(lib, "halsim_cuda_stream_work_done"));
-  c.kernels_run =
-      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_kernels_run"));
-  c.graphs_run =
-      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_graphs_run"));
-  c.pause = reinterpret_cast<void (*)(int)>(
-      dlsym(lib, "halsim_cuda_pause_host_functions"));
-  c.set_faults = reinterpret_cast<int (*)(const char*)>(
-      dlsym(lib, "halsim_cuda_set_faults"));
-  c.reset_schedule = reinterpret_cast<int (*)(uint64_t)>(
-      dlsym(lib, "halsim_cuda_reset_schedule"));
-  c.trace_hash =
-      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_trace_hash"));
-  c.races = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_cuda_races"));
-  c.unrecorded_waits = reinterpret_cast<uint64_t (*)()>(
-      dlsym(lib, "halsim_cuda_unrecorded_waits"));
-  return c;
-}
+using gpu::testing::SimControls;
 
 Ref<Device> OpenSimDevice(const std::string& params = "") {
-  DeviceUri uri;
-  uri.driver = "cuda";
-  uri.params["library"] = kSimLibrary;
-  if (!params.empty()) {
-    auto parsed = DeviceUri::Parse("cuda://?" + params);
-    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-    for (auto& [k, v] : parsed->params) uri.params[k] = v;
-  }
-  auto device = CreateCudaDevice(uri);
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
-  return device.ok() ? *device : Ref<Device>();
+  return gpu::testing::OpenDevice(
+      [](const DeviceUri& uri) { return CreateCudaDevice(uri); },
+      gpu::testing::SimUri("cuda", kSimLibrary, params));
 }
 
-class CudaSim : public ::testing::Test {
+class CudaSim : public gpu::testing::SimDriverTest {
  protected:
-  void SetUp() override {
-    controls_ = Controls();
-    ASSERT_NE(controls_.set_faults, nullptr)
-        << "simulator not found at " << kSimLibrary;
-    ASSERT_EQ(controls_.set_faults(""), 0);
-  }
-  void TearDown() override {
-    controls_.set_faults("");
-    controls_.pause(0);
-    SetCudaFaultHook(nullptr);
-  }
-  SimControls controls_;
+  CudaSim() : SimDriverTest(kSimLibrary, [] { SetCudaFaultHook(nullptr); }) {}
 };
+
+// The older halsim_cuda_* names (sim/cuda/sim_libcuda.h) are the same
+// controls as halsim_control.h's.
+TEST_F(CudaSim, OlderControlNamesAreAliases) {
+  using gpu::testing::SimSymbol;
+  auto hash = SimSymbol<uint64_t (*)()>(kSimLibrary, "halsim_cuda_trace_hash");
+  auto waits =
+      SimSymbol<uint64_t (*)()>(kSimLibrary, "halsim_cuda_unrecorded_waits");
+  auto faults =
+      SimSymbol<int (*)(const char*)>(kSimLibrary, "halsim_cuda_set_faults");
+  ASSERT_TRUE(hash && waits && faults);
+  EXPECT_EQ(hash(), controls_.trace_hash());
+  EXPECT_EQ(waits(), controls_.unrecorded_waits());
+  EXPECT_EQ(faults("alloc=1"), 0);
+  EXPECT_EQ(faults("no_such_fault=1"), -1);
+  EXPECT_EQ(controls_.set_faults(""), 0);
+}
 
 TEST_F(CudaSim, SymbolsResolveThroughGetProcAddress) {
   auto syms = LoadCudaSymbols(kSimLibrary);
@@ -149,40 +103,12 @@ TEST_F(CudaSim, TooOldDriverIsUnavailable) {
 }
 
 TEST_F(CudaSim, EnumerationAndUris) {
-  auto devices = EnumerateCudaDevices(kSimLibrary);
-  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  ASSERT_EQ(devices->size(), 1u);
-  const DeviceInfo& info = (*devices)[0];
-  EXPECT_EQ(info.uri, "cuda:0");
-  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
-  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  DeviceInfo info;
+  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
+      "cuda", kSimLibrary,
+      [](const char* path) { return EnumerateCudaDevices(path); },
+      [](const DeviceUri& uri) { return CreateCudaDevice(uri); }, &info));
   EXPECT_EQ(info.properties.at("compute_capability"), "8.0");
-  EXPECT_GT(info.memory_bytes, 0u);
-
-  for (std::string id : {std::string("0"), info.uuid}) {
-    DeviceUri uri;
-    uri.driver = "cuda";
-    uri.devices = {id};
-    uri.params["library"] = kSimLibrary;
-    auto device = CreateCudaDevice(uri);
-    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
-    EXPECT_EQ((*device)->info().uuid, info.uuid);
-  }
-  DeviceUri missing;
-  missing.driver = "cuda";
-  missing.params["library"] = kSimLibrary;
-  missing.devices = {"3"};
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {};
-  missing.params["command_buffer_mode"] = "graph";
-  auto graph = CreateCudaDevice(missing);
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
-  missing.params["command_buffer_mode"] = "tape";
-  EXPECT_EQ(CreateCudaDevice(missing).status().code(),
-            StatusCode::kInvalidArgument);
 }
 
 TEST_F(CudaSim, DeviceToDeviceChainMakesNoHostRoundTrip) {

@@ -1,16 +1,138 @@
-// Checks the GPU-stream drivers (CUDA, HIP) share, run by each driver's
-// tests over its simulated vendor library. `Controls` is the test's table of
-// halsim_control.h counters (launched, run, work_done, violations, pause).
+// What the GPU-stream drivers' tests (CUDA, HIP) share, run by each
+// driver's tests over its simulated vendor library: the simulator's controls
+// (sim/core/halsim_control.h), a device over the simulated library, the test
+// fixture, and the checks every such driver must pass.
 #pragma once
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include "hal/device.h"
+#include "hal/uri.h"
 
 namespace hal::gpu::testing {
+
+// A symbol of the simulated library at `path` (the library a driver loaded:
+// dlopen of the same path returns its handle), or null.
+template <typename F>
+F SimSymbol(const char* path, const char* name) {
+  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  return library ? reinterpret_cast<F>(dlsym(library, name)) : nullptr;
+}
+
+// The simulator's controls (halsim_control.h names, which every simulated
+// library exports); null members when the library is missing.
+struct SimControls {
+  explicit SimControls(const char* path = nullptr) {
+    if (!path) return;
+    launched = SimSymbol<Counter>(path, "halsim_host_functions_launched");
+    run = SimSymbol<Counter>(path, "halsim_host_functions_run");
+    violations = SimSymbol<Counter>(path, "halsim_api_violations");
+    work_done = SimSymbol<Counter>(path, "halsim_work_done");
+    kernels_run = SimSymbol<Counter>(path, "halsim_kernels_run");
+    graphs_run = SimSymbol<Counter>(path, "halsim_graphs_run");
+    trace_hash = SimSymbol<Counter>(path, "halsim_trace_hash");
+    races = SimSymbol<Counter>(path, "halsim_races");
+    unrecorded_waits = SimSymbol<Counter>(path, "halsim_unsignalled_waits");
+    pause = SimSymbol<void (*)(int)>(path, "halsim_pause_host_functions");
+    set_faults = SimSymbol<int (*)(const char*)>(path, "halsim_set_faults");
+    reset_schedule =
+        SimSymbol<int (*)(uint64_t)>(path, "halsim_reset_schedule");
+  }
+  using Counter = uint64_t (*)();
+  Counter launched = nullptr, run = nullptr, violations = nullptr,
+          work_done = nullptr, kernels_run = nullptr, graphs_run = nullptr,
+          trace_hash = nullptr, races = nullptr, unrecorded_waits = nullptr;
+  void (*pause)(int) = nullptr;
+  int (*set_faults)(const char*) = nullptr;
+  int (*reset_schedule)(uint64_t) = nullptr;
+};
+
+// `driver`://?`params`, over the simulated library at `path`.
+inline DeviceUri SimUri(const char* driver, const char* path,
+                        const std::string& params = "") {
+  auto parsed = DeviceUri::Parse(std::string(driver) + "://?" + params);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  DeviceUri uri = parsed.ok() ? *parsed : DeviceUri{};
+  uri.driver = driver;
+  uri.params["library"] = path;
+  return uri;
+}
+
+// The device `create` makes for `uri`, or null (and a test failure).
+template <typename Create>
+Ref<Device> OpenDevice(Create create, const DeviceUri& uri) {
+  auto device = create(uri);
+  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  return device.ok() ? *device : Ref<Device>();
+}
+
+// The fixture of a driver's tests over its simulated library at `path`:
+// the controls in `controls_`, no faults planned before and after each test,
+// host functions resumed and the driver's fault hook removed after it
+// (`clear_fault_hook`).
+class SimDriverTest : public ::testing::Test {
+ protected:
+  SimDriverTest(const char* path, std::function<void()> clear_fault_hook)
+      : path_(path), clear_fault_hook_(std::move(clear_fault_hook)) {}
+  void SetUp() override {
+    controls_ = SimControls(path_);
+    ASSERT_NE(controls_.set_faults, nullptr)
+        << "simulator not found at " << path_;
+    ASSERT_EQ(controls_.set_faults(""), 0);
+  }
+  void TearDown() override {
+    if (controls_.set_faults) controls_.set_faults("");
+    if (controls_.pause) controls_.pause(0);
+    clear_fault_hook_();
+  }
+  const char* path_;
+  std::function<void()> clear_fault_hook_;
+  SimControls controls_;
+};
+
+// Enumeration and URIs as every stream driver answers them over its
+// simulated library at `path`: one device, `<driver>:0`, with a GPU-<uuid>
+// that opens by ordinal and by UUID; a missing ordinal or UUID is NOT_FOUND;
+// command_buffer_mode=graph opens and says so, =tape is INVALID_ARGUMENT.
+// The device's info in `*info`.
+template <typename Enumerate, typename Create>
+void CheckEnumerationAndUris(const char* driver, const char* path,
+                             Enumerate enumerate, Create create,
+                             DeviceInfo* info) {
+  auto devices = enumerate(path);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 1u);
+  *info = (*devices)[0];
+  EXPECT_EQ(info->uri, std::string(driver) + ":0");
+  EXPECT_EQ(info->uuid.rfind("GPU-", 0), 0u) << info->uuid;
+  EXPECT_EQ(info->uuid.size(), 40u) << info->uuid;
+  EXPECT_GT(info->memory_bytes, 0u);
+  for (std::string id : {std::string("0"), info->uuid}) {
+    DeviceUri uri = SimUri(driver, path);
+    uri.devices = {id};
+    auto device = create(uri);
+    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
+    EXPECT_EQ((*device)->info().uuid, info->uuid);
+  }
+  DeviceUri missing = SimUri(driver, path);
+  for (const char* id : {"3", "GPU-00000000-0000-0000-0000-000000000000"}) {
+    missing.devices = {id};
+    EXPECT_EQ(create(missing).status().code(), StatusCode::kNotFound) << id;
+  }
+  auto graph = create(SimUri(driver, path, "command_buffer_mode=graph"));
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
+  EXPECT_EQ(
+      create(SimUri(driver, path, "command_buffer_mode=tape")).status().code(),
+      StatusCode::kInvalidArgument);
+}
 
 inline BufferParams HostParams() {
   BufferParams p;

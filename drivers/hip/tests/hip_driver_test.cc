@@ -24,76 +24,39 @@ using gpu::testing::HostParams;
 constexpr char kSimLibrary[] = HAL_HIP_SIM_LIBRARY;
 constexpr char kRealLibrary[] = "libamdhip64.so.5";
 
-// The simulator's controls (sim/core/halsim_control.h), from the library
-// the driver loaded.
-struct SimControls {
-  uint64_t (*launched)() = nullptr;
-  uint64_t (*run)() = nullptr;
-  uint64_t (*violations)() = nullptr;
-  uint64_t (*work_done)() = nullptr;
-  void (*pause)(int) = nullptr;
-  int (*set_faults)(const char*) = nullptr;
-};
-
-void* SimHandle() { return dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL); }
-
+// A HIP entry point of the simulator.
 template <typename F>
 F Sym(const char* name) {
-  return reinterpret_cast<F>(dlsym(SimHandle(), name));
-}
-
-SimControls Controls() {
-  SimControls c;
-  if (!SimHandle()) return c;
-  c.launched = Sym<uint64_t (*)()>("halsim_host_functions_launched");
-  c.run = Sym<uint64_t (*)()>("halsim_host_functions_run");
-  c.violations = Sym<uint64_t (*)()>("halsim_api_violations");
-  c.work_done = Sym<uint64_t (*)()>("halsim_work_done");
-  c.pause = Sym<void (*)(int)>("halsim_pause_host_functions");
-  c.set_faults = Sym<int (*)(const char*)>("halsim_set_faults");
-  return c;
+  return gpu::testing::SimSymbol<F>(kSimLibrary, name);
 }
 
 DeviceUri SimUri(const std::string& params = "") {
-  auto parsed = DeviceUri::Parse("hip://?" + params);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-  DeviceUri uri = parsed.ok() ? *parsed : DeviceUri{};
-  uri.driver = "hip";
-  uri.params["library"] = kSimLibrary;
-  return uri;
+  return gpu::testing::SimUri("hip", kSimLibrary, params);
 }
 
 Ref<Device> OpenSimDevice(const std::string& params = "") {
-  auto device = CreateHipDevice(SimUri(params));
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
-  return device.ok() ? *device : Ref<Device>();
+  return gpu::testing::OpenDevice(
+      [](const DeviceUri& uri) { return CreateHipDevice(uri); },
+      SimUri(params));
 }
 
-class HipSim : public ::testing::Test {
+void ExpectRequiredSymbols(const HipSymbols& syms) {
+#define HAL_HIP_REQUIRED_SYMBOL(name) EXPECT_NE(syms.name, nullptr) << #name;
+#define HAL_HIP_OPTIONAL_SYMBOL(name)
+#include "drivers/hip/hip_symbols.inc"
+#undef HAL_HIP_REQUIRED_SYMBOL
+#undef HAL_HIP_OPTIONAL_SYMBOL
+}
+
+class HipSim : public gpu::testing::SimDriverTest {
  protected:
-  void SetUp() override {
-    controls_ = Controls();
-    ASSERT_NE(controls_.set_faults, nullptr)
-        << "simulator not found at " << kSimLibrary;
-    ASSERT_EQ(controls_.set_faults(""), 0);
-  }
-  void TearDown() override {
-    controls_.set_faults("");
-    controls_.pause(0);
-    SetHipFaultHook(nullptr);
-  }
-  SimControls controls_;
+  HipSim() : SimDriverTest(kSimLibrary, [] { SetHipFaultHook(nullptr); }) {}
 };
 
 TEST_F(HipSim, SymbolsResolveWithDlsym) {
   auto syms = ResolveHipSymbols({kSimLibrary});
   ASSERT_TRUE(syms.ok()) << syms.status().ToString();
-#define HAL_HIP_REQUIRED_SYMBOL(name) \
-  EXPECT_NE((*syms)->name, nullptr) << #name;
-#define HAL_HIP_OPTIONAL_SYMBOL(name)
-#include "drivers/hip/hip_symbols.inc"
-#undef HAL_HIP_REQUIRED_SYMBOL
-#undef HAL_HIP_OPTIONAL_SYMBOL
+  ExpectRequiredSymbols(**syms);
   // As Debian's 5.2.3: no hipLaunchHostFunc, so the driver's host functions
   // go through hipStreamAddCallback in every test here.
   EXPECT_EQ((*syms)->hipLaunchHostFunc, nullptr);
@@ -114,37 +77,18 @@ TEST_F(HipSim, MissingLibraryIsUnavailableWithHint) {
 }
 
 TEST_F(HipSim, EnumerationAndUris) {
-  auto devices = EnumerateHipDevices(kSimLibrary);
-  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  ASSERT_EQ(devices->size(), 1u);
-  const DeviceInfo& info = (*devices)[0];
-  EXPECT_EQ(info.uri, "hip:0");
-  EXPECT_EQ(info.uuid.rfind("GPU-", 0), 0u) << info.uuid;
-  EXPECT_EQ(info.uuid.size(), 40u) << info.uuid;
+  DeviceInfo info;
+  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
+      "hip", kSimLibrary,
+      [](const char* path) { return EnumerateHipDevices(path); },
+      [](const DeviceUri& uri) { return CreateHipDevice(uri); }, &info));
   EXPECT_EQ(info.properties.at("compute_capability"), "9.0");
   EXPECT_EQ(info.properties.at("warp_size"), "64");
   EXPECT_EQ(info.properties.at("driver_version"), "5.2.3");
   EXPECT_EQ(info.properties.at("memory_pools"), "yes");
-  EXPECT_GT(info.memory_bytes, 0u);
-
-  for (std::string id : {std::string("0"), info.uuid}) {
-    DeviceUri uri = SimUri();
-    uri.devices = {id};
-    auto device = CreateHipDevice(uri);
-    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
-    EXPECT_EQ((*device)->info().uuid, info.uuid);
-    EXPECT_EQ((*device)->info().properties.at("async_allocations"), "on");
-  }
-  DeviceUri missing = SimUri();
-  missing.devices = {"3"};
-  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
-  missing.devices = {"GPU-00000000-0000-0000-0000-000000000000"};
-  EXPECT_EQ(CreateHipDevice(missing).status().code(), StatusCode::kNotFound);
-  auto graph = CreateHipDevice(SimUri("command_buffer_mode=graph"));
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
-  EXPECT_EQ(CreateHipDevice(SimUri("command_buffer_mode=tape")).status().code(),
-            StatusCode::kInvalidArgument);
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device->info().properties.at("async_allocations"), "on");
   EXPECT_EQ(CreateHipDevice(SimUri("colour=red")).status().code(),
             StatusCode::kInvalidArgument);
 }
@@ -192,8 +136,8 @@ TEST_F(HipSim, SimulatorEnforcesCallbackRuleAndNotReady) {
                   auto* seen = static_cast<Seen*>(p);
                   seen->status = status;
                   int count = 0;
-                  auto get_count = reinterpret_cast<hipError_t (*)(int*)>(
-                      dlsym(SimHandle(), "hipGetDeviceCount"));
+                  auto get_count =
+                      Sym<hipError_t (*)(int*)>("hipGetDeviceCount");
                   seen->inner = get_count(&count);
                 },
                 &seen, 0),
@@ -268,12 +212,7 @@ TEST(HipRealLibrary, RequiredSymbolsResolve) {
     GTEST_SKIP() << syms.status().ToString();
   }
   ASSERT_TRUE(syms.ok()) << syms.status().ToString();
-#define HAL_HIP_REQUIRED_SYMBOL(name) \
-  EXPECT_NE((*syms)->name, nullptr) << #name;
-#define HAL_HIP_OPTIONAL_SYMBOL(name)
-#include "drivers/hip/hip_symbols.inc"
-#undef HAL_HIP_REQUIRED_SYMBOL
-#undef HAL_HIP_OPTIONAL_SYMBOL
+  ExpectRequiredSymbols(**syms);
 }
 
 // Without an AMD GPU (this machine), creating a device is UNAVAILABLE with

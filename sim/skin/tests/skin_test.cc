@@ -1,0 +1,206 @@
+// Unit tests of what the CUDA and HIP skins share (sim/skin/skin.h), with
+// no vendor header: the handle table, the error tables, device queries and
+// primary scopes, stream work through the engine, launch checks and the
+// host-callback rule.
+#include "sim/skin/skin.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace hal::sim::skin {
+namespace {
+
+LibraryOptions TestOptions(const char* prefix) {
+  return {.log_prefix = prefix,
+          .api = "TEST",
+          .env_alias = "HALSIM_SKIN_TEST_",
+          .devices_env = nullptr,
+          .kernel_dir = nullptr,
+          .callback_rule = "tests forbid API calls in host callbacks"};
+}
+
+// An initialised library that steps as soon as work is ready (never
+// destroyed, as a skin's).
+Library& Lib() {
+  static Library* lib = [] {
+    auto* l = new Library(TestOptions("skin_test"));
+    EXPECT_EQ(l->Init(0), Code::kOk);
+    l->engine().SetSettleNs(0);
+    return l;
+  }();
+  return *lib;
+}
+
+TEST(SkinHandles, DestroyedForeignAndMistypedHandlesAreRefused) {
+  Library& lib = Lib();
+  const uint64_t live = lib.live_handles();
+  Stream* stream = NewStream(lib, lib.device(0));
+  Event* event = lib.New<Event>(lib.engine(), lib.device(0));
+  EXPECT_EQ(lib.live_handles(), live + 2);
+  EXPECT_EQ(lib.Find<Stream>(stream), stream);
+  EXPECT_EQ(lib.Find<Event>(stream), nullptr) << "a stream is not an event";
+  int foreign = 0;
+  EXPECT_EQ(lib.Find<Stream>(&foreign), nullptr);
+  EXPECT_EQ(lib.Find<Stream>(nullptr), nullptr);
+  EXPECT_EQ(DestroyStream(lib, &foreign), Code::kInvalidHandle);
+  EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
+  EXPECT_EQ(lib.Find<Stream>(stream), nullptr);
+  EXPECT_EQ(DestroyStream(lib, stream), Code::kInvalidHandle) << "twice";
+  EXPECT_EQ(lib.Delete<Stream>(event), Code::kInvalidHandle);
+  EXPECT_EQ(lib.Delete<Event>(event), Code::kOk);
+  EXPECT_EQ(lib.live_handles(), live);
+  EXPECT_EQ(DestroyGraph(lib, event), Code::kInvalidValue);
+}
+
+enum class Vendor { kOk = 0, kBad = 7, kGone = 9, kUnknown = 99 };
+const ErrorRow<Vendor> kRows[] = {
+    HALSIM_ERROR_ROW(kOk, Vendor::kOk, "fine"),
+    HALSIM_ERROR_ROW(kInvalidValue, Vendor::kBad, "bad"),
+    HALSIM_ERROR_ROW(kNone, Vendor::kGone, "gone"),
+    HALSIM_ERROR_ROW(kNone, Vendor::kUnknown, "unknown"),
+};
+
+TEST(SkinErrors, OneTableMapsCodesNamesAndTexts) {
+  EXPECT_EQ(ToVendor(kRows, Code::kInvalidValue), Vendor::kBad);
+  EXPECT_EQ(ToVendor(kRows, Code::kNotFound), Vendor::kUnknown);
+  EXPECT_EQ(FromEngine(engine::Error::kBusy), Code::kNotReady);
+  const char* s = nullptr;
+  EXPECT_EQ(ErrorText(kRows, Vendor::kGone, /*name=*/true, &s), Code::kOk);
+  EXPECT_STREQ(s, "Vendor::kGone");
+  EXPECT_EQ(ErrorText(kRows, Vendor::kBad, /*name=*/false, &s), Code::kOk);
+  EXPECT_STREQ(s, "bad");
+  EXPECT_EQ(ErrorText(kRows, static_cast<Vendor>(3), true, &s),
+            Code::kInvalidValue);
+  const AttributeRow<int> attributes[] = {{1, 64}};
+  int value = 0;
+  EXPECT_EQ(Attribute(attributes, 1, &value), Code::kOk);
+  EXPECT_EQ(value, 64);
+  EXPECT_EQ(Attribute(attributes, 2, &value), Code::kInvalidValue);
+}
+
+TEST(SkinDevices, QueriesAndPrimaryScopes) {
+  static Library* fresh = new Library(TestOptions("skin_test_fresh"));
+  int count = -1;
+  EXPECT_EQ(fresh->DeviceCount(&count), Code::kNotInitialized);
+  EXPECT_EQ(fresh->Init(1), Code::kInvalidValue);
+
+  Library& lib = Lib();
+  EXPECT_EQ(lib.DeviceCount(&count), Code::kOk);
+  EXPECT_EQ(count, 1);
+  int ordinal = -1;
+  EXPECT_EQ(lib.GetDevice(1, &ordinal), Code::kInvalidDevice);
+  EXPECT_EQ(lib.GetDevice(0, nullptr), Code::kInvalidValue);
+  char name[8];
+  EXPECT_EQ(lib.DeviceName(0, name, sizeof(name), "dev %d"), Code::kOk);
+  EXPECT_STREQ(name, "dev 0");
+  char uuid[16];
+  EXPECT_EQ(lib.DeviceUuid(0, "TEST", uuid), Code::kOk);
+  EXPECT_EQ(std::memcmp(uuid, "TEST", 4), 0);
+
+  Scope* scope = nullptr;
+  EXPECT_EQ(lib.RetainScope(0, &scope), Code::kOk);
+  EXPECT_EQ(scope, lib.device(0));
+  scope->domain.Fail(engine::Error::kLaunchFailed);
+  EXPECT_EQ(lib.ReleaseScope(0), Code::kOk);
+  EXPECT_FALSE(scope->domain.failed()) << "the last release clears it";
+  EXPECT_EQ(lib.ReleaseScope(0), Code::kInvalidContext);
+}
+
+TEST(SkinQueue, FillCopyRecordAndMisuse) {
+  Library& lib = Lib();
+  Scope* scope = lib.device(0);
+  Stream* stream = NewStream(lib, scope);
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_EQ(Allocate(lib, &a, 64, engine::MemoryKind::kDevice, 256), Code::kOk);
+  ASSERT_EQ(Allocate(lib, &b, 64, engine::MemoryKind::kHost, 4096), Code::kOk);
+  void* none = &a;
+  EXPECT_EQ(Allocate(lib, &none, 0, engine::MemoryKind::kDevice, 256, true),
+            Code::kOk);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(FillAsync(lib, stream, Address(a) + 1, 0, 4, 1),
+            Code::kInvalidValue)
+      << "misaligned";
+  EXPECT_EQ(FillAsync(lib, nullptr, Address(a), 0, 4, 1), Code::kInvalidHandle);
+  EXPECT_EQ(FillAsync(lib, stream, Address(a), 0x01020304u, 4, 16), Code::kOk);
+  EXPECT_EQ(CopyAsync(lib, stream, Address(b), Address(a), 64), Code::kOk);
+  Event* event = lib.New<Event>(lib.engine(), scope);
+  EXPECT_EQ(RecordEvent(event, stream, &scope->domain), Code::kOk);
+  EXPECT_EQ(SynchronizeEvent(event), Code::kOk);
+  EXPECT_EQ(QueryEvent(event), Code::kOk);
+  EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
+  const uint32_t word = 0x01020304u;
+  EXPECT_EQ(std::memcmp(static_cast<char*>(b) + 60, &word, 4), 0);
+  EXPECT_EQ(CheckHostPointer(lib, static_cast<char*>(b) + 8), Code::kOk);
+  EXPECT_EQ(CheckHostPointer(lib, a), Code::kInvalidValue);
+  EXPECT_EQ(FreeAsync(lib, Address(b), stream), Code::kInvalidValue)
+      << "host memory is not freed in stream order";
+  EXPECT_EQ(FreeAsync(lib, Address(a), stream), Code::kOk);
+  EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
+  EXPECT_EQ(lib.engine().Free(Address(b), /*host=*/true), engine::Error::kOk);
+  EXPECT_EQ(lib.Delete<Event>(event), Code::kOk);
+  EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
+}
+
+TEST(SkinLaunch, LimitsBlockSizeAndParameters) {
+  Library& lib = Lib();
+  hal_sim_kernel_info info = {HAL_SIM_KERNEL_ABI_VERSION, 1, 0, {64, 1, 1}};
+  Function f;
+  f.name = "k";
+  f.kernel.name = "k";
+  f.kernel.info = &info;
+  const LaunchLimits limits = {{100, 10, 10}, 0, 1024, 1024};
+  const uint32_t one[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  const uint32_t big[3] = {101, 1, 1}, wrong[3] = {32, 2, 1};
+  void* buffer = nullptr;
+  void* params[] = {&buffer};
+  engine::Work work;
+  Scope* scope = lib.device(0);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, big, block, 0, params, &work),
+            Code::kInvalidValue);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, wrong, 0, params, &work),
+            Code::kInvalidValue)
+      << "not the native build's block size";
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 2048, params, &work),
+            Code::kInvalidValue);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, nullptr, &work),
+            Code::kInvalidValue)
+      << "a binding without parameters";
+  EXPECT_FALSE(work);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, params, &work),
+            Code::kOk);
+  EXPECT_TRUE(work);
+  const LaunchLimits items = {{100, 10, 10}, 64 * 50, 1024, 1024};
+  const uint32_t many[3] = {51, 1, 1};
+  EXPECT_EQ(LaunchWork(lib, items, scope, &f, many, block, 0, params, &work),
+            Code::kInvalidValue)
+      << "grid x block past the work-item limit";
+}
+
+Code Api(const char* name) {
+  HALSIM_SKIN_ENTER(Lib(), name, [](Code c) { return c; });
+  return Code::kOk;
+}
+
+TEST(SkinRules, ApiCallsFromHostCallbacksAreViolations) {
+  Library& lib = Lib();
+  Stream* stream = NewStream(lib, lib.device(0));
+  const uint64_t before = lib.engine().counters().host_callback_violations;
+  Code inner = Code::kNone;
+  EXPECT_EQ(Api("outside"), Code::kOk);
+  EXPECT_EQ(LaunchHostFunction(lib, stream, [&] { inner = Api("inside"); }),
+            Code::kOk);
+  EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
+  EXPECT_EQ(inner, Code::kNotPermitted);
+  EXPECT_EQ(lib.engine().counters().host_callback_violations, before + 1);
+  EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
+}
+
+}  // namespace
+}  // namespace hal::sim::skin
+
+// engine_control.cc (the halsim_control.h exports) over the test library.
+namespace hal::sim::engine {
+Engine& ControlEngine() { return skin::Lib().engine(); }
+}  // namespace hal::sim::engine
