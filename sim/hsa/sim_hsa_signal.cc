@@ -15,8 +15,10 @@
 // that does not re-check is caught.
 //
 // Async handlers (hsa_amd_signal_async_handler) run on the engine thread as
-// host work of one engine queue per signal: in registration order per
-// signal, each once the condition holds.
+// engine host functions of one engine queue per signal: in registration
+// order per signal, each once the condition holds. (ROCr runs them on one
+// thread in any order; the driver registers monotone conditions per signal,
+// for which both agree.)
 #include <cstring>
 
 #include "sim/core/sim_random.h"
@@ -36,12 +38,19 @@ std::atomic<uint64_t>& WaitCounter() {
   return *c;
 }
 
+std::atomic<uint64_t>& SpuriousCount() {
+  static auto* c = new std::atomic<uint64_t>(0);
+  return *c;
+}
+
 bool SpuriousWakeup() {
   // Keyed by the seed and the wait's number: a seed's first spurious return
   // is at the same wait in every run of a single-threaded program.
   SimRandom r(E().seed() ^ 0x5A17C0DEull ^
               (WaitCounter().fetch_add(1) * 0x9E3779B97F4A7C15ull));
-  return r.Below(8) == 0;
+  if (r.Below(8) != 0) return false;
+  SpuriousCount().fetch_add(1);
+  return true;
 }
 
 bool ToCond(hsa_signal_condition_t condition, engine::Cond* out) {
@@ -135,6 +144,11 @@ hsa_signal_t MakeSignal(uint64_t initial) {
 
 using namespace hal::sim::hsa;  // NOLINT: the C ABI edge
 namespace engine = hal::sim::engine;
+
+// The blocking waits that returned early on purpose (for tests).
+HALSIM_EXPORT uint64_t halsim_hsa_spurious_wakeups(void) {
+  return SpuriousCount().load();
+}
 
 HALSIM_EXPORT hsa_status_t hsa_signal_create(hsa_signal_value_t initial_value,
                                              uint32_t num_consumers,
@@ -258,23 +272,24 @@ HALSIM_EXPORT hsa_status_t hsa_amd_signal_async_handler(
     if (!s->handlers) s->handlers = E().CreateQueue();
     queue = s->handlers;
   }
-  // A handler that asks to be called again re-registers itself.
+  // A zero-time op that waits for the condition, then the handler as an
+  // engine host function (held while host functions are paused, counted in
+  // halsim_host_functions_*). One that asks to be called again
+  // re-registers itself.
   struct Registration {
     static void Add(Signal* s, engine::Queue* queue, engine::Cond c,
                     hsa_signal_value_t value, hsa_amd_signal_handler handler,
                     void* arg) {
       engine::Op op;
-      op.name = "hsa_async_handler";
+      op.name = "hsa_async_handler_wait";
       op.waits.push_back({s->signal, c, static_cast<uint64_t>(value)});
       op.zero_time = true;
-      op.host = true;
-      op.host_function = true;
-      op.run = engine::Engine::AsHostCallback([=] {
+      E().Enqueue(queue, std::move(op));
+      E().EnqueueHostFunction(queue, [=] {
         const auto now =
             static_cast<hsa_signal_value_t>(E().SignalValue(s->signal));
         if (handler(now, arg)) Add(s, queue, c, value, handler, arg);
       });
-      E().Enqueue(queue, std::move(op));
     }
   };
   Registration::Add(s, queue, c, value, handler, arg);
