@@ -27,6 +27,7 @@ constexpr hsa_signal_value_t kEpochBase = hsa_signal_value_t{1} << 62;
 constexpr uint64_t kBlitBytesPerWorkgroup = 64 * 256;
 
 struct HsaStream {
+  size_t agent = 0;  // index in HsaApi's agents
   hsa_queue_t* queue = nullptr;
   hsa_signal_t epoch = {};
   uint8_t* kernargs = nullptr;  // kQueueSize slots of kKernargSlotBytes
@@ -48,12 +49,12 @@ struct HsaEvent {
 
 struct HsaFunction {
   std::string name;
-  HsaApi::Kernel kernel;
+  std::vector<HsaApi::Kernel> kernels;  // per agent
   std::vector<KernelArgument> args;
 };
 
 struct HsaModule {
-  hsa_executable_t executable = {};
+  std::vector<hsa_executable_t> executables;  // per agent
   KernelArgumentLayouts layouts;
   std::map<std::string, std::unique_ptr<HsaFunction>> functions;
 };
@@ -134,30 +135,48 @@ hsa_status_t FindPool(hsa_amd_memory_pool_t pool, void* data) {
 #define HSA(expr, ...) HAL_HSA_RETURN_IF_ERROR(syms_.get(), expr, __VA_ARGS__)
 
 StatusOr<std::shared_ptr<HsaApi>> HsaApi::Create(
-    std::shared_ptr<const HsaSymbols> syms, hsa_agent_t gpu, hsa_agent_t cpu) {
-  std::shared_ptr<HsaApi> api(new HsaApi(std::move(syms), gpu, cpu));
+    std::shared_ptr<const HsaSymbols> syms, std::vector<hsa_agent_t> gpus,
+    hsa_agent_t cpu) {
+  std::shared_ptr<HsaApi> api(new HsaApi(std::move(syms), cpu));
+  for (hsa_agent_t gpu : gpus) {
+    Agent agent;
+    agent.agent = gpu;
+    api->agents_.push_back(agent);
+    api->agent_handles_.push_back(gpu);
+  }
   HAL_RETURN_IF_ERROR(api->Initialize());
   return api;
 }
 
 HsaApi::~HsaApi() {
-  if (have_device_library_) syms_->hsa_executable_destroy(device_library_);
+  if (device_library_) ModuleUnload(device_library_).IgnoreError();
+}
+
+size_t HsaApi::StreamAgent(gpu::GpuStream stream) {
+  return AsStream(stream)->agent;
 }
 
 Status HsaApi::Initialize() {
-  PoolSearch device{syms_.get(), true};
-  HSA(hsa_amd_agent_iterate_memory_pools(gpu_, FindPool, &device),
-      "finding the GPU's device memory pool");
+  if (agents_.empty()) return InvalidArgumentError("amdgpu: no GPU agent");
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    PoolSearch device{syms_.get(), true};
+    HSA(hsa_amd_agent_iterate_memory_pools(agents_[i].agent, FindPool, &device),
+        "finding GPU agent %zu's device memory pool", i);
+    if (!device.ok) {
+      return UnavailableError(
+          "amdgpu: GPU agent %zu has no coarse-grained device memory pool; %s",
+          i, kHsaHint);
+    }
+    agents_[i].device_pool = device.found;
+  }
   PoolSearch host{syms_.get(), false};
   HSA(hsa_amd_agent_iterate_memory_pools(cpu_, FindPool, &host),
       "finding the CPU's kernel-argument memory pool");
-  if (!device.ok || !host.ok) {
+  if (!host.ok) {
     return UnavailableError(
-        "amdgpu: the GPU agent has no coarse-grained device memory pool or the "
-        "CPU agent no fine-grained kernel-argument pool; %s",
+        "amdgpu: the CPU agent has no fine-grained kernel-argument pool; %s",
         kHsaHint);
   }
-  device_pool_ = device.found;
   host_pool_ = host.found;
   return LoadDeviceLibrary();
 }
@@ -168,7 +187,6 @@ Status HsaApi::LoadDeviceLibrary() {
   HAL_RETURN_IF_ERROR(ModuleLoad(
       std::span<const uint8_t>(kAmdgpuDeviceLibrary, kAmdgpuDeviceLibrary_size),
       &module));
-  auto* m = static_cast<HsaModule*>(module);
   gpu::GpuFunction fill = nullptr, copy = nullptr;
   Status s = ModuleGetFunction(module, "amdgpu_blit_fill", &fill);
   if (s.ok()) s = ModuleGetFunction(module, "amdgpu_blit_copy", &copy);
@@ -176,15 +194,27 @@ Status HsaApi::LoadDeviceLibrary() {
     ModuleUnload(module).IgnoreError();
     return Status(s.code(), "amdgpu: the device library: " + s.message());
   }
-  blit_fill_ = static_cast<HsaFunction*>(fill)->kernel;
-  blit_copy_ = static_cast<HsaFunction*>(copy)->kernel;
-  // The kernels stay valid while the executable lives: keep it, drop the
-  // module's bookkeeping.
-  device_library_ = m->executable;
-  m->executable = {};
-  delete m;
-  have_device_library_ = true;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    agents_[i].blit_fill = static_cast<HsaFunction*>(fill)->kernels[i];
+    agents_[i].blit_copy = static_cast<HsaFunction*>(copy)->kernels[i];
+  }
+  device_library_ = module;
 #endif
+  return OkStatus();
+}
+
+Status HsaApi::AllowAllAgents(void* p, size_t size) {
+  hsa_status_t r = HsaInjectedError("hsa_amd_agents_allow_access");
+  if (r == HSA_STATUS_SUCCESS) {
+    r = syms_->hsa_amd_agents_allow_access(
+        static_cast<uint32_t>(agent_handles_.size()), agent_handles_.data(),
+        nullptr, p);
+  }
+  if (r != HSA_STATUS_SUCCESS) {
+    return HsaStatusToStatus(syms_.get(), r, "hsa_amd_agents_allow_access",
+                             "granting %zu GPU agent(s) %zu bytes",
+                             agent_handles_.size(), size);
+  }
   return OkStatus();
 }
 
@@ -300,19 +330,22 @@ bool HsaApi::Accessible(uint64_t p, size_t n) {
 
 Status HsaApi::StreamCreate(gpu::GpuStream* out) {
   auto s = std::make_unique<HsaStream>();
+  // By pairs: a HAL queue's work and callback streams share an agent.
+  s->agent =
+      static_cast<size_t>((streams_created_.fetch_add(1) / 2) % agents_.size());
+  const hsa_agent_t agent = agents_[s->agent].agent;
   HSA(hsa_signal_create(kEpochBase, 0, nullptr, &s->epoch),
       "creating a queue's epoch signal");
   void* kernargs = nullptr;
   Status st = [&]() -> Status {
-    HSA(hsa_queue_create(gpu_, kQueueSize, HSA_QUEUE_TYPE_MULTI, OnQueueError,
+    HSA(hsa_queue_create(agent, kQueueSize, HSA_QUEUE_TYPE_MULTI, OnQueueError,
                          s.get(), UINT32_MAX, UINT32_MAX, &s->queue),
-        "creating an AQL queue of %u packets", kQueueSize);
+        "creating an AQL queue of %u packets on GPU agent %zu", kQueueSize,
+        s->agent);
     HSA(hsa_amd_memory_pool_allocate(
             host_pool_, size_t{kQueueSize} * kKernargSlotBytes, 0, &kernargs),
         "allocating a queue's kernel-argument ring");
-    HSA(hsa_amd_agents_allow_access(1, &gpu_, nullptr, kernargs),
-        "granting the GPU the kernel-argument ring");
-    return OkStatus();
+    return AllowAllAgents(kernargs, size_t{kQueueSize} * kKernargSlotBytes);
   }();
   if (!st.ok()) {
     if (kernargs) syms_->hsa_amd_memory_pool_free(kernargs);
@@ -464,8 +497,16 @@ Status HsaApi::LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
 
 Status HsaApi::MemAllocDevice(size_t size, gpu::GpuDevicePtr* out) {
   void* p = nullptr;
-  HSA(hsa_amd_memory_pool_allocate(device_pool_, size, 0, &p),
+  HSA(hsa_amd_memory_pool_allocate(agents_[0].device_pool, size, 0, &p),
       "allocating %zu bytes of device memory", size);
+  if (agents_.size() > 1) {
+    // Every agent of the logical device may use it.
+    Status st = AllowAllAgents(p, size);
+    if (!st.ok()) {
+      syms_->hsa_amd_memory_pool_free(p);
+      return st;
+    }
+  }
   Track(p, size);
   *out = reinterpret_cast<gpu::GpuDevicePtr>(p);
   return OkStatus();
@@ -489,14 +530,10 @@ Status HsaApi::MemAllocHost(size_t size, void** out) {
   void* p = nullptr;
   HSA(hsa_amd_memory_pool_allocate(host_pool_, size, 0, &p),
       "allocating %zu bytes of fine-grained host memory", size);
-  hsa_status_t r = HsaInjectedError("hsa_amd_agents_allow_access");
-  if (r == HSA_STATUS_SUCCESS) {
-    r = syms_->hsa_amd_agents_allow_access(1, &gpu_, nullptr, p);
-  }
-  if (r != HSA_STATUS_SUCCESS) {
+  Status st = AllowAllAgents(p, size);
+  if (!st.ok()) {
     syms_->hsa_amd_memory_pool_free(p);
-    return HsaStatusToStatus(syms_.get(), r, "hsa_amd_agents_allow_access",
-                             "granting the GPU %zu bytes of host memory", size);
+    return st;
   }
   Track(p, size);
   *out = p;
@@ -511,8 +548,8 @@ Status HsaApi::MemFreeHost(void* ptr) {
 
 Status HsaApi::MemHostRegister(void* ptr, size_t size) {
   void* agent_ptr = nullptr;
-  hsa_agent_t agent = gpu_;
-  HSA(hsa_amd_memory_lock(ptr, size, &agent, 1, &agent_ptr),
+  HSA(hsa_amd_memory_lock(ptr, size, agent_handles_.data(),
+                          static_cast<int>(agent_handles_.size()), &agent_ptr),
       "importing %zu bytes of host memory", size);
   Track(ptr, size);
   std::lock_guard<std::mutex> lock(memory_mutex_);
@@ -551,7 +588,7 @@ Status HsaApi::MemFreeAsync(gpu::GpuDevicePtr, gpu::GpuStream) {
 
 Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
                            size_t size, gpu::GpuStream stream) {
-  if (!have_device_library_) {
+  if (!device_library_) {
     return UnimplementedError(
         "amdgpu: copies need the device library, which this build lacks (no "
         "clang with -target amdgcn-amd-amdhsa -mcpu=gfx90a and ld.lld)");
@@ -589,7 +626,8 @@ Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
       (uint64_t{size} + kBlitBytesPerWorkgroup - 1) / kBlitBytesPerWorkgroup;
   const uint32_t grid[3] = {static_cast<uint32_t>(groups), 1, 1};
   const uint32_t block[3] = {64, 1, 1};
-  Status st = Dispatch(s, blit_copy_, grid, block, 0, &args, sizeof(args));
+  Status st = Dispatch(s, agents_[s->agent].blit_copy, grid, block, 0, &args,
+                       sizeof(args));
   if (bounce) {
     if (st.ok()) st = StreamSynchronize(stream);
     if (st.ok()) std::memcpy(pageable_dst, bounce, size);
@@ -610,7 +648,7 @@ Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
 Status HsaApi::MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
                            size_t pattern_length, size_t count,
                            gpu::GpuStream stream) {
-  if (!have_device_library_) {
+  if (!device_library_) {
     return UnimplementedError(
         "amdgpu: fills need the device library, which this build lacks (no "
         "clang with -target amdgcn-amd-amdhsa -mcpu=gfx90a and ld.lld)");
@@ -639,7 +677,8 @@ Status HsaApi::MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
       (bytes + kBlitBytesPerWorkgroup - 1) / kBlitBytesPerWorkgroup;
   const uint32_t grid[3] = {static_cast<uint32_t>(groups), 1, 1};
   const uint32_t block[3] = {64, 1, 1};
-  return Dispatch(AsStream(stream), blit_fill_, grid, block, 0, &args,
+  HsaStream* s = AsStream(stream);
+  return Dispatch(s, agents_[s->agent].blit_fill, grid, block, 0, &args,
                   sizeof(args));
 }
 
@@ -648,26 +687,34 @@ bool HsaApi::SupportsModules() const { return true; }
 Status HsaApi::ModuleLoad(std::span<const uint8_t> image, gpu::GpuModule* out) {
   auto m = std::make_unique<HsaModule>();
   HAL_ASSIGN_OR_RETURN(m->layouts, ReadKernelArgumentLayouts(image));
-  hsa_profile_t profile = HSA_PROFILE_BASE;
-  HSA(hsa_agent_get_info(gpu_, HSA_AGENT_INFO_PROFILE, &profile), "%s", "");
   hsa_code_object_reader_t reader;
   HSA(hsa_code_object_reader_create_from_memory(image.data(), image.size(),
                                                 &reader),
       "reading a %zu-byte AMDGPU code object", image.size());
+  // One executable per agent: kernel objects are per agent.
   Status st = [&]() -> Status {
-    HSA(hsa_executable_create_alt(profile,
-                                  HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
-                                  nullptr, &m->executable),
-        "%s", "");
-    HSA(hsa_executable_load_agent_code_object(m->executable, gpu_, reader,
-                                              nullptr, nullptr),
-        "loading a %zu-byte AMDGPU code object", image.size());
-    HSA(hsa_executable_freeze(m->executable, nullptr), "%s", "");
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      hsa_agent_t agent = agents_[i].agent;
+      hsa_profile_t profile = HSA_PROFILE_BASE;
+      HSA(hsa_agent_get_info(agent, HSA_AGENT_INFO_PROFILE, &profile),
+          "GPU agent %zu", i);
+      hsa_executable_t executable = {};
+      HSA(hsa_executable_create_alt(profile,
+                                    HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                                    nullptr, &executable),
+          "GPU agent %zu", i);
+      m->executables.push_back(executable);
+      HSA(hsa_executable_load_agent_code_object(executable, agent, reader,
+                                                nullptr, nullptr),
+          "loading a %zu-byte AMDGPU code object on GPU agent %zu",
+          image.size(), i);
+      HSA(hsa_executable_freeze(executable, nullptr), "GPU agent %zu", i);
+    }
     return OkStatus();
   }();
   syms_->hsa_code_object_reader_destroy(reader);
   if (!st.ok()) {
-    if (m->executable.handle) syms_->hsa_executable_destroy(m->executable);
+    for (hsa_executable_t e : m->executables) syms_->hsa_executable_destroy(e);
     return st;
   }
   *out = m.release();
@@ -676,8 +723,8 @@ Status HsaApi::ModuleLoad(std::span<const uint8_t> image, gpu::GpuModule* out) {
 
 Status HsaApi::ModuleUnload(gpu::GpuModule module) {
   std::unique_ptr<HsaModule> m(static_cast<HsaModule*>(module));
-  if (m->executable.handle) {
-    HSA(hsa_executable_destroy(m->executable), "%s", "");
+  for (hsa_executable_t e : m->executables) {
+    HSA(hsa_executable_destroy(e), "%s", "");
   }
   return OkStatus();
 }
@@ -698,31 +745,35 @@ Status HsaApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
   f->name = name;
   f->args = layout->second;
   const std::string symbol_name = std::string(name) + ".kd";
-  hsa_executable_symbol_t symbol;
-  HSA(hsa_executable_get_symbol_by_name(m->executable, symbol_name.c_str(),
-                                        &gpu_, &symbol),
-      "kernel '%s'", name);
-  HSA(hsa_executable_symbol_get_info(
-          symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &f->kernel.object),
-      "kernel '%s'", name);
-  HSA(hsa_executable_symbol_get_info(
-          symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
-          &f->kernel.kernarg_size),
-      "kernel '%s'", name);
-  HSA(hsa_executable_symbol_get_info(
-          symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
-          &f->kernel.group_segment_size),
-      "kernel '%s'", name);
-  HSA(hsa_executable_symbol_get_info(
-          symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
-          &f->kernel.private_segment_size),
-      "kernel '%s'", name);
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    Kernel k;
+    hsa_executable_symbol_t symbol;
+    HSA(hsa_executable_get_symbol_by_name(
+            m->executables[i], symbol_name.c_str(), &agents_[i].agent, &symbol),
+        "kernel '%s' on GPU agent %zu", name, i);
+    HSA(hsa_executable_symbol_get_info(
+            symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &k.object),
+        "kernel '%s'", name);
+    HSA(hsa_executable_symbol_get_info(
+            symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+            &k.kernarg_size),
+        "kernel '%s'", name);
+    HSA(hsa_executable_symbol_get_info(
+            symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+            &k.group_segment_size),
+        "kernel '%s'", name);
+    HSA(hsa_executable_symbol_get_info(
+            symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+            &k.private_segment_size),
+        "kernel '%s'", name);
+    f->kernels.push_back(k);
+  }
   for (const KernelArgument& a : f->args) {
-    if (uint64_t{a.offset} + a.size > f->kernel.kernarg_size) {
+    if (uint64_t{a.offset} + a.size > f->kernels[0].kernarg_size) {
       return InvalidArgumentError(
           "amdgpu: kernel '%s': an argument at %u (%u bytes) lies outside its "
           "%u-byte kernarg segment",
-          name, a.offset, a.size, f->kernel.kernarg_size);
+          name, a.offset, a.size, f->kernels[0].kernarg_size);
     }
   }
   *out = f.get();
@@ -734,11 +785,13 @@ Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
                             const uint32_t block[3], uint32_t shared_memory,
                             gpu::GpuStream stream, void** params) {
   auto* f = static_cast<HsaFunction*>(function);
-  if (f->kernel.kernarg_size > kKernargSlotBytes) {
+  HsaStream* s = AsStream(stream);
+  const Kernel& k = f->kernels[s->agent];
+  if (k.kernarg_size > kKernargSlotBytes) {
     return UnimplementedError(
         "amdgpu: kernel '%s' takes %u bytes of arguments; at most %u are "
         "supported",
-        f->name.c_str(), f->kernel.kernarg_size, kKernargSlotBytes);
+        f->name.c_str(), k.kernarg_size, kKernargSlotBytes);
   }
   if (uint64_t{block[0]} * block[1] * block[2] > 1024) {
     return InvalidArgumentError("amdgpu: workgroups of more than 1024 items");
@@ -749,8 +802,7 @@ Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
   for (size_t i = 0; i < f->args.size(); ++i) {
     std::memcpy(args + f->args[i].offset, params[i], f->args[i].size);
   }
-  return Dispatch(AsStream(stream), f->kernel, grid, block, shared_memory, args,
-                  f->kernel.kernarg_size);
+  return Dispatch(s, k, grid, block, shared_memory, args, k.kernarg_size);
 }
 
 bool HsaApi::SupportsGraphs() const { return false; }

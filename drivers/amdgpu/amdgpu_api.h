@@ -1,5 +1,15 @@
 // The AMDGPU driver's GPU-stream layer over HSA (drivers/gpu/gpu_api.h):
-// one GPU agent, with HAL work written as AQL packets.
+// one or more GPU agents (a logical device over several physical ones),
+// with HAL work written as AQL packets.
+//
+// Streams are placed on the agents in turn, by pairs (the GPU layer creates
+// each HAL queue's work stream and callback stream together), so HAL queue
+// i runs on agent i % agents and queue affinity spreads work over the
+// agents. Device memory comes from the first agent's pool and every buffer
+// is granted to every agent (hsa_amd_agents_allow_access); executables and
+// the device library are loaded on every agent, and a dispatch uses the
+// kernel object of its stream's agent. Signals are system-wide, so a wait
+// across agents is the same BARRIER_VALUE packet as within one.
 //
 // Each GpuStream is an HSA AQL queue written by the host (the design IREE
 // moved to in 2026-04: host queues that turn queue operations into AQL
@@ -37,9 +47,11 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/gpu/gpu_api.h"
@@ -50,13 +62,16 @@ struct HsaStream;
 
 class HsaApi final : public gpu::GpuApi {
  public:
-  // The agent's memory pools, its device library, and nothing else.
+  // The agents' memory pools and device library; `gpus` is not empty.
   static StatusOr<std::shared_ptr<HsaApi>> Create(
-      std::shared_ptr<const HsaSymbols> syms, hsa_agent_t gpu, hsa_agent_t cpu);
+      std::shared_ptr<const HsaSymbols> syms, std::vector<hsa_agent_t> gpus,
+      hsa_agent_t cpu);
   ~HsaApi() override;
 
   const HsaSymbols* syms() const { return syms_.get(); }
-  hsa_agent_t agent() const { return gpu_; }
+  size_t agent_count() const { return agents_.size(); }
+  // The agent a stream's packets run on (its index in `gpus`).
+  static size_t StreamAgent(gpu::GpuStream stream);
 
   const char* name() const override { return "amdgpu"; }
   HAL_GPU_API_OVERRIDES
@@ -78,15 +93,22 @@ class HsaApi final : public gpu::GpuApi {
   };
 
  private:
-  HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t gpu,
-         hsa_agent_t cpu)
-      : syms_(std::move(syms)), gpu_(gpu), cpu_(cpu) {}
+  struct Agent {
+    hsa_agent_t agent = {};
+    hsa_amd_memory_pool_t device_pool = {};
+    Kernel blit_fill, blit_copy;
+  };
+
+  HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
+      : syms_(std::move(syms)), cpu_(cpu) {}
   Status Initialize();
   Status LoadDeviceLibrary();
   // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
   // the packet's kernel-argument slot); the header is stored last.
   template <typename Body>
   Status Emit(HsaStream* s, uint16_t type, Body body);
+  // Grants every agent access to `p` (pool memory).
+  Status AllowAllAgents(void* p, size_t size);
   Status Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t dynamic_shared,
                   const void* kernargs, size_t kernarg_bytes);
@@ -95,12 +117,12 @@ class HsaApi final : public gpu::GpuApi {
   void Reclaim(HsaStream* s);
 
   std::shared_ptr<const HsaSymbols> syms_;
-  hsa_agent_t gpu_, cpu_;
-  hsa_amd_memory_pool_t device_pool_ = {};
-  hsa_amd_memory_pool_t host_pool_ = {};  // fine-grained, kernarg-capable
-  bool have_device_library_ = false;
-  hsa_executable_t device_library_ = {};
-  Kernel blit_fill_, blit_copy_;
+  hsa_agent_t cpu_;
+  std::vector<Agent> agents_;
+  std::vector<hsa_agent_t> agent_handles_;
+  hsa_amd_memory_pool_t host_pool_ = {};     // fine-grained, kernarg-capable
+  gpu::GpuModule device_library_ = nullptr;  // null: not built
+  std::atomic<uint64_t> streams_created_{0};
   // Memory the GPU may access: pool allocations and locked host memory,
   // base -> size (host pointers for locked memory).
   void Track(const void* base, size_t size);

@@ -1,8 +1,11 @@
 #include "drivers/amdgpu/amdgpu_device.h"
 
+#include <cstdlib>
+
 #include "drivers/amdgpu/amdgpu_api.h"
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/amdgpu/amdgpu_status.h"
+#include "drivers/gpu/gpu_device.h"
 #include "drivers/gpu/gpu_device_uri.h"
 
 namespace hal::amdgpu {
@@ -106,11 +109,33 @@ StatusOr<DeviceInfo> DescribeDevice(const HsaSymbols* syms, hsa_agent_t agent,
   return info;
 }
 
-gpu::GpuDriverBackend Backend(std::shared_ptr<const HsaSymbols> syms,
-                              std::shared_ptr<const Topology> topology) {
+struct Loaded {
+  std::shared_ptr<const HsaSymbols> syms;
+  std::shared_ptr<const Topology> topology;
+};
+
+StatusOr<std::shared_ptr<gpu::GpuApi>> CreateApi(
+    const Loaded& loaded, const std::vector<int>& ordinals) {
+  if (!loaded.topology->have_cpu) {
+    return UnavailableError(
+        "amdgpu: '%s' reports no CPU agent (kernel arguments live in its "
+        "memory)",
+        loaded.syms->library_path.c_str());
+  }
+  std::vector<hsa_agent_t> agents;
+  for (int i : ordinals) agents.push_back(loaded.topology->gpus[i]);
+  HAL_ASSIGN_OR_RETURN(
+      std::shared_ptr<HsaApi> api,
+      HsaApi::Create(loaded.syms, std::move(agents), loaded.topology->cpu));
+  return std::shared_ptr<gpu::GpuApi>(std::move(api));
+}
+
+gpu::GpuDriverBackend Backend(const Loaded& loaded) {
   gpu::GpuDriverBackend backend;
   backend.name = "amdgpu";
-  backend.library_path = syms->library_path;
+  backend.library_path = loaded.syms->library_path;
+  auto topology = loaded.topology;
+  auto syms = loaded.syms;
   backend.count = [topology]() -> StatusOr<int> {
     return static_cast<int>(topology->gpus.size());
   };
@@ -118,22 +143,13 @@ gpu::GpuDriverBackend Backend(std::shared_ptr<const HsaSymbols> syms,
     return DescribeDevice(syms.get(), topology->gpus[i], i);
   };
   backend.create_api =
-      [syms, topology](int ordinal) -> StatusOr<std::shared_ptr<gpu::GpuApi>> {
-    if (!topology->have_cpu) {
-      return UnavailableError(
-          "amdgpu: '%s' reports no CPU agent (kernel arguments live in its "
-          "memory)",
-          syms->library_path.c_str());
-    }
-    HAL_ASSIGN_OR_RETURN(
-        std::shared_ptr<HsaApi> api,
-        HsaApi::Create(syms, topology->gpus[ordinal], topology->cpu));
-    return std::shared_ptr<gpu::GpuApi>(std::move(api));
+      [loaded](int ordinal) -> StatusOr<std::shared_ptr<gpu::GpuApi>> {
+    return CreateApi(loaded, {ordinal});
   };
   return backend;
 }
 
-StatusOr<gpu::GpuDriverBackend> Load(const std::string& library) {
+StatusOr<Loaded> Load(const std::string& library) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<const HsaSymbols> syms,
                        LoadHsaSymbols(library));
   HAL_ASSIGN_OR_RETURN(Topology topology, ReadTopology(syms.get()));
@@ -141,34 +157,121 @@ StatusOr<gpu::GpuDriverBackend> Load(const std::string& library) {
     return UnavailableError("amdgpu: '%s' reports no GPU agent; %s",
                             syms->library_path.c_str(), kHsaHint);
   }
-  return Backend(std::move(syms),
-                 std::make_shared<const Topology>(std::move(topology)));
+  return Loaded{std::move(syms),
+                std::make_shared<const Topology>(std::move(topology))};
+}
+
+// The agents a URI names: none (every visible agent), ordinals or
+// GPU-<uuid>s, each once.
+StatusOr<std::vector<int>> ResolveAgents(const DeviceUri& uri,
+                                         const Loaded& loaded) {
+  const int count = static_cast<int>(loaded.topology->gpus.size());
+  std::vector<int> ordinals;
+  if (uri.devices.empty()) {
+    for (int i = 0; i < count; ++i) ordinals.push_back(i);
+    return ordinals;
+  }
+  for (const std::string& id : uri.devices) {
+    int ordinal = -1;
+    if (id.rfind("GPU-", 0) == 0) {
+      for (int i = 0; i < count && ordinal < 0; ++i) {
+        HAL_ASSIGN_OR_RETURN(
+            DeviceInfo info,
+            DescribeDevice(loaded.syms.get(), loaded.topology->gpus[i], i));
+        if (info.uuid == id) ordinal = i;
+      }
+      if (ordinal < 0) {
+        return NotFoundError(
+            "amdgpu: no GPU agent with UUID %s (hal-info "
+            "lists them)",
+            id.c_str());
+      }
+    } else {
+      char* end = nullptr;
+      long n = std::strtol(id.c_str(), &end, 10);
+      if (id.empty() || !end || *end || n < 0) {
+        return InvalidArgumentError(
+            "amdgpu: device '%s' is neither an ordinal nor GPU-<uuid>",
+            id.c_str());
+      }
+      if (n >= count) {
+        return NotFoundError(
+            "amdgpu: GPU agent %ld does not exist (%d "
+            "agent(s))",
+            n, count);
+      }
+      ordinal = static_cast<int>(n);
+    }
+    for (int o : ordinals) {
+      if (o == ordinal) {
+        return InvalidArgumentError("amdgpu: GPU agent '%s' named twice",
+                                    id.c_str());
+      }
+    }
+    ordinals.push_back(ordinal);
+  }
+  return ordinals;
 }
 
 }  // namespace
 
 StatusOr<std::vector<DeviceInfo>> EnumerateAmdgpuDevices(
     const std::string& library) {
-  HAL_ASSIGN_OR_RETURN(gpu::GpuDriverBackend backend, Load(library));
-  return gpu::EnumerateGpuDevices(backend);
+  HAL_ASSIGN_OR_RETURN(Loaded loaded, Load(library));
+  return gpu::EnumerateGpuDevices(Backend(loaded));
 }
 
 StatusOr<Ref<Device>> CreateAmdgpuDevice(const DeviceUri& uri) {
-  if (uri.devices.size() > 1) {
-    return UnimplementedError(
-        "amdgpu: logical devices over several GPU agents ('%s') are not done "
-        "yet; name one agent (amdgpu:N or amdgpu://GPU-<uuid>)",
-        uri.ToString().c_str());
-  }
+  // The shared parameters (one device per URI there: the agents are
+  // resolved here).
+  DeviceUri params_uri = uri;
+  params_uri.devices.clear();
   HAL_ASSIGN_OR_RETURN(gpu::GpuUriParams params,
-                       gpu::ParseGpuUri(uri, "amdgpu"));
+                       gpu::ParseGpuUri(params_uri, "amdgpu"));
   if (params.graph_mode) {
     return UnimplementedError(
         "amdgpu: command_buffer_mode=graph: HSA has no graphs; command "
         "buffers are emitted as AQL packets at submission");
   }
-  HAL_ASSIGN_OR_RETURN(gpu::GpuDriverBackend backend, Load(params.library));
-  return gpu::CreateGpuDevice(uri, params, backend);
+  HAL_ASSIGN_OR_RETURN(Loaded loaded, Load(params.library));
+  HAL_ASSIGN_OR_RETURN(std::vector<int> ordinals, ResolveAgents(uri, loaded));
+  if (ordinals.size() == 1) {
+    DeviceUri single = uri;
+    single.devices = {std::to_string(ordinals[0])};
+    HAL_ASSIGN_OR_RETURN(Ref<Device> device,
+                         gpu::CreateGpuDevice(single, params, Backend(loaded)));
+    return device;
+  }
+  // A logical device over several agents: one GpuApi over all of them.
+  HAL_ASSIGN_OR_RETURN(
+      DeviceInfo info,
+      DescribeDevice(loaded.syms.get(), loaded.topology->gpus[ordinals[0]],
+                     ordinals[0]));
+  std::string uuids, list;
+  for (int o : ordinals) {
+    HAL_ASSIGN_OR_RETURN(
+        DeviceInfo agent,
+        DescribeDevice(loaded.syms.get(), loaded.topology->gpus[o], o));
+    uuids += (uuids.empty() ? "" : ",") + agent.uuid;
+    list += (list.empty() ? "" : ",") + std::to_string(o);
+  }
+  HAL_ASSIGN_OR_RETURN(bool async, uri.GetBool("async_allocations", false));
+  if (async) {
+    return InvalidArgumentError(
+        "amdgpu: async_allocations=1: stream-ordered allocation is not done "
+        "yet");
+  }
+  HAL_ASSIGN_OR_RETURN(std::shared_ptr<gpu::GpuApi> api,
+                       CreateApi(loaded, ordinals));
+  info.uuid = uuids;
+  info.uri = uri.ToString();
+  info.properties["agents"] = list;
+  info.properties["async_allocations"] = "off";
+  info.properties["command_buffer_mode"] = "stream";
+  gpu::GpuDeviceOptions options;
+  options.queue_count = params.queues;
+  options.device_memory_bytes = info.memory_bytes;
+  return gpu::GpuDevice::Create(std::move(info), std::move(api), options);
 }
 
 Status RegisterAmdgpuDriver(DriverRegistry* registry) {

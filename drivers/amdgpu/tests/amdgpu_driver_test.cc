@@ -91,7 +91,7 @@ std::shared_ptr<HsaApi> OpenSimApi() {
         return HSA_STATUS_SUCCESS;
       },
       &agents);
-  auto api = HsaApi::Create(*syms, agents.gpu, agents.cpu);
+  auto api = HsaApi::Create(*syms, {agents.gpu}, agents.cpu);
   EXPECT_TRUE(api.ok()) << api.status().ToString();
   return api.ok() ? *api : nullptr;
 }
@@ -160,12 +160,14 @@ TEST_F(AmdgpuSim, EnumerationAndUris) {
   EXPECT_EQ(CreateAmdgpuDevice(missing).status().code(), StatusCode::kNotFound);
   missing.devices = {"GPU-0000000000000000"};
   EXPECT_EQ(CreateAmdgpuDevice(missing).status().code(), StatusCode::kNotFound);
-  // Not done yet: logical devices over several agents, and graphs.
+  // A list names agents that must exist, each once.
   DeviceUri group = SimUri();
   group.devices = {"0", "1"};
-  auto grouped = CreateAmdgpuDevice(group);
-  EXPECT_EQ(grouped.status().code(), StatusCode::kUnimplemented)
-      << grouped.status().ToString();
+  EXPECT_EQ(CreateAmdgpuDevice(group).status().code(), StatusCode::kNotFound);
+  group.devices = {"0", "0"};
+  EXPECT_EQ(CreateAmdgpuDevice(group).status().code(),
+            StatusCode::kInvalidArgument);
+  // Not done yet: graphs (HSA has none).
   EXPECT_EQ(
       CreateAmdgpuDevice(SimUri("command_buffer_mode=graph")).status().code(),
       StatusCode::kUnimplemented);
@@ -378,6 +380,54 @@ TEST_F(AmdgpuSim, PacketFaultFailsTheSignal) {
           .ok());
   Status wait = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
   EXPECT_EQ(wait.code(), StatusCode::kDataLoss) << wait.ToString();
+}
+
+// Two simulated agents (HALSIM_HSA_GPU_AGENTS=2, set by the test's ctest
+// entry; skipped otherwise): one logical device over both.
+class AmdgpuSimGroup : public AmdgpuSim {
+ protected:
+  void SetUp() override {
+    AmdgpuSim::SetUp();
+    auto devices = EnumerateAmdgpuDevices(kSimLibrary);
+    ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+    if (devices->size() < 2) {
+      GTEST_SKIP() << "needs HALSIM_HSA_GPU_AGENTS=2";
+    }
+    devices_ = *devices;
+  }
+  std::vector<DeviceInfo> devices_;
+};
+
+TEST_F(AmdgpuSimGroup, OneLogicalDeviceOverTwoAgents) {
+  ASSERT_EQ(devices_.size(), 2u);
+  EXPECT_NE(devices_[0].uuid, devices_[1].uuid);
+  DeviceUri by_uuid = SimUri();
+  by_uuid.devices = {devices_[1].uuid, devices_[0].uuid};
+  auto device = CreateAmdgpuDevice(by_uuid);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  EXPECT_EQ((*device)->info().properties.at("agents"), "1,0");
+  EXPECT_EQ((*device)->info().uuid, devices_[1].uuid + "," + devices_[0].uuid);
+  // The bare URI is every visible agent.
+  auto all = CreateAmdgpuDevice(SimUri());
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ((*all)->info().properties.at("agents"), "0,1");
+  DeviceUri one = SimUri();
+  one.devices = {"1"};
+  auto single = CreateAmdgpuDevice(one);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  EXPECT_EQ((*single)->info().uuid, devices_[1].uuid);
+}
+
+// Queue 0 runs on agent 0 and queue 1 on agent 1: the chain crosses the
+// devices and still needs no host (a BARRIER_VALUE packet on agent 1 waits
+// for agent 0's queue epoch).
+TEST_F(AmdgpuSimGroup, CrossDeviceChainMakesNoHostRoundTrip) {
+  DeviceUri uri = SimUri("queues=2");
+  uri.devices = {"0", "1"};
+  auto device = CreateAmdgpuDevice(uri);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(*device,
+                                                             controls_);
 }
 
 // Debian's real library: every required symbol resolves. Skips when the
