@@ -11,8 +11,11 @@
 //   * Memory pools (this file): a coarse-grained device pool per GPU, a
 //     fine-grained host pool with KERNARG_INIT on the CPU; allocations are the
 //     engine's (0xCD-filled, range-checked, quarantined when freed).
-//     hsa_amd_agents_allow_access is checked (the pointer must be an
-//     allocation) but not yet enforced on access.
+//     Access is enforced: a GPU agent may touch device memory of its own
+//     pool, and any other pool or locked memory only once granted
+//     (hsa_amd_agents_allow_access, or the agents given to
+//     hsa_amd_memory_lock); a kernel that touches memory its agent was not
+//     granted is a queue error (MayAccess, checked per dispatch).
 //   * Signals (sim_hsa_signal.cc): engine signals, every operation and
 //     memory order; waits with seeded spurious wake-ups.
 //   * Queues (sim_hsa_queue.cc): AQL rings whose packets the engine runs in
@@ -45,7 +48,9 @@ struct LibraryState {
   Agent gpus[kMaxGpuAgents];
   Pool gpu_pools[kMaxGpuAgents];
   std::mutex access_mutex;
-  std::map<uintptr_t, std::vector<Agent*>> access;  // allow_access grants
+  // Per allocation base (pool memory and locked memory): the agents that
+  // may access it (the owner of device memory, then grants).
+  std::map<uintptr_t, std::vector<const Agent*>> access;
 };
 
 LibraryState& State() {
@@ -156,6 +161,19 @@ Agent* AgentOf(hsa_agent_t agent) {
     if (a == &s.gpus[i]) return a;
   }
   return nullptr;
+}
+
+bool MayAccess(const Agent* agent, uintptr_t p) {
+  engine::Allocation a;
+  if (!E().FindAllocation(p, &a)) return true;  // the kernel's own check
+  LibraryState& s = State();
+  std::lock_guard<std::mutex> lock(s.access_mutex);
+  auto it = s.access.find(a.base);
+  if (it == s.access.end()) return true;  // not HSA memory (engine-internal)
+  for (const Agent* granted : it->second) {
+    if (granted == agent) return true;
+  }
+  return false;
 }
 
 hsa_status_t ToHsaStatus(engine::Error error) {
@@ -472,6 +490,13 @@ hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t memory_pool, size_t size,
       kAllocGranule, ptr);
   if (e == engine::Error::kOutOfMemory)
     return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  if (e == engine::Error::kOk) {
+    LibraryState& s = State();
+    std::lock_guard<std::mutex> lock(s.access_mutex);
+    auto& list = s.access[reinterpret_cast<uintptr_t>(*ptr)];
+    list.clear();
+    if (p->device) list.push_back(p->agent);
+  }
   return ToHsaStatus(e);
 }
 
@@ -505,7 +530,7 @@ hsa_amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
   const uintptr_t base = reinterpret_cast<uintptr_t>(ptr);
   if (!E().AllocationAt(base, &a)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   LibraryState& s = State();
-  std::vector<Agent*> granted;
+  std::vector<const Agent*> granted;
   for (uint32_t i = 0; i < num_agents; ++i) {
     Agent* agent = AgentOf(agents[i]);
     if (!agent) return HSA_STATUS_ERROR_INVALID_AGENT;
@@ -527,8 +552,22 @@ HALSIM_EXPORT hsa_status_t hsa_amd_memory_lock(void* host_ptr, size_t size,
       (num_agent > 0 && !agents)) {
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
+  LibraryState& s = State();
+  std::vector<const Agent*> granted;
+  for (int i = 0; i < num_agent; ++i) {
+    Agent* agent = AgentOf(agents[i]);
+    if (!agent) return HSA_STATUS_ERROR_INVALID_AGENT;
+    granted.push_back(agent);
+  }
+  if (num_agent == 0) {  // every agent, as ROCr does
+    for (int i = 0; i < s.gpu_count; ++i) granted.push_back(&s.gpus[i]);
+  }
   engine::Error e = E().Register(reinterpret_cast<uintptr_t>(host_ptr), size);
   if (e != engine::Error::kOk) return ToHsaStatus(e);
+  {
+    std::lock_guard<std::mutex> lock(s.access_mutex);
+    s.access[reinterpret_cast<uintptr_t>(host_ptr)] = std::move(granted);
+  }
   // Unified addressing: the agents see the memory at the host address.
   *agent_ptr = host_ptr;
   return HSA_STATUS_SUCCESS;
@@ -538,5 +577,10 @@ HALSIM_EXPORT hsa_status_t hsa_amd_memory_unlock(void* host_ptr) {
   HALSIM_ENTER();
   HALSIM_NEED_INIT();
   if (!host_ptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  {
+    LibraryState& s = State();
+    std::lock_guard<std::mutex> lock(s.access_mutex);
+    s.access.erase(reinterpret_cast<uintptr_t>(host_ptr));
+  }
   return ToHsaStatus(E().Unregister(reinterpret_cast<uintptr_t>(host_ptr)));
 }

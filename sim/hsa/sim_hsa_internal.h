@@ -112,6 +112,11 @@ void RingDoorbell(Queue* queue, int64_t value);
 // inactive (its later packets retire without running).
 void ReportQueueError(Queue* queue, hsa_status_t status, const char* what);
 
+// Whether `agent` may touch the memory at `p`: its own device memory, or
+// pool or locked memory granted to it. True for addresses outside any
+// allocation (the kernel's range check reports those).
+bool MayAccess(const Agent* agent, uintptr_t p);
+
 hsa_status_t ToHsaStatus(engine::Error error);
 
 }  // namespace hal::sim::hsa

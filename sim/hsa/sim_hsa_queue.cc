@@ -26,6 +26,9 @@
 //     which stops, the later packets still retire (without running their
 //     work) so that nothing waiting on them hangs in a test.
 //
+// A dispatch whose kernel arguments or pointer arguments lie in memory not
+// granted to the queue's agent is a queue error too (MayAccess).
+//
 // Not simulated yet: BARRIER_OR, agent dispatch packets, the packet
 // processor picking packets up before any doorbell, races between the
 // kernels of different queues (kernels declare no ranges yet).
@@ -136,6 +139,27 @@ std::string BuildOp(Queue* q, uint64_t index, const uint8_t* bytes,
         for (uint32_t i = 0; i < info->constant_count; ++i) {
           std::memcpy(&constants[i], kernargs + 8 * info->binding_count + 4 * i,
                       4);
+        }
+        // hsa_amd_agents_allow_access is a real HSA rule: a GPU that
+        // touches memory it was not granted faults.
+        for (uint32_t i = 0; i <= info->binding_count; ++i) {
+          const uintptr_t p = i < info->binding_count
+                                  ? pointers[i]
+                                  : reinterpret_cast<uintptr_t>(kernargs);
+          if (MayAccess(q->agent, p)) continue;
+          char what[256];
+          std::snprintf(what, sizeof(what),
+                        "kernel '%s' on agent %s touches memory at 0x%" PRIxPTR
+                        " (%s) that was not granted to it "
+                        "(hsa_amd_agents_allow_access)",
+                        ko->name.c_str(), q->agent->uuid, p,
+                        i < info->binding_count ? "a pointer argument"
+                                                : "its kernel arguments");
+          ReportQueueError(q,
+                           static_cast<hsa_status_t>(
+                               HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION),
+                           what);
+          return;
         }
         const uint32_t grid[3] = {g0, g1, g2};
         E().KernelWork(&q->domain, &ko->kernel, grid, std::move(pointers),

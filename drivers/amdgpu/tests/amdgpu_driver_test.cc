@@ -326,6 +326,66 @@ TEST_F(AmdgpuSim, PacketPublishedBeforeItsHeaderIsReported) {
   EXPECT_EQ(s->hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
 }
 
+// hsa_amd_agents_allow_access is enforced: a kernel that touches host-pool
+// memory its agent was never granted faults (the driver grants everything
+// it allocates, so only memory allocated behind its back can do this).
+TEST_F(AmdgpuSim, MemoryNotGrantedToTheAgentIsReported) {
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  const HsaSymbols* syms = api->syms();
+  struct Search {
+    const HsaSymbols* syms;
+    hsa_agent_t gpu = {};
+    hsa_amd_memory_pool_t pool = {};
+  } search{syms};
+  syms->hsa_iterate_agents(
+      [](hsa_agent_t agent, void* data) {
+        auto* search = static_cast<Search*>(data);
+        hsa_device_type_t type;
+        search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
+        if (type == HSA_DEVICE_TYPE_GPU && !search->gpu.handle) {
+          search->gpu = agent;
+        }
+        if (type != HSA_DEVICE_TYPE_CPU) return HSA_STATUS_SUCCESS;
+        search->syms->hsa_amd_agent_iterate_memory_pools(
+            agent,
+            [](hsa_amd_memory_pool_t pool, void* data) {
+              static_cast<Search*>(data)->pool = pool;
+              return HSA_STATUS_INFO_BREAK;
+            },
+            data);
+        return HSA_STATUS_SUCCESS;
+      },
+      &search);
+  ASSERT_NE(search.pool.handle, 0u);
+  ASSERT_NE(search.gpu.handle, 0u);
+  void* memory = nullptr;
+  ASSERT_EQ(syms->hsa_amd_memory_pool_allocate(search.pool, 4096, 0, &memory),
+            HSA_STATUS_SUCCESS);
+  const auto address = reinterpret_cast<gpu::GpuDevicePtr>(memory);
+  gpu::GpuStream stream = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&stream).ok());
+  ASSERT_TRUE(api->MemsetAsync(address, 0x11, 1, 4096, stream).ok());
+  Status sync = api->StreamSynchronize(stream);
+  EXPECT_EQ(sync.code(), StatusCode::kDataLoss) << sync.ToString();
+  EXPECT_NE(sync.message().find("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"),
+            std::string::npos)
+      << sync.ToString();
+  EXPECT_EQ(static_cast<uint8_t*>(memory)[0], 0xCD) << "the fill ran";
+  // Granted, the same fill runs (on a fresh queue: the failed one stays
+  // inactive).
+  ASSERT_EQ(syms->hsa_amd_agents_allow_access(1, &search.gpu, nullptr, memory),
+            HSA_STATUS_SUCCESS);
+  gpu::GpuStream fresh = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&fresh).ok());
+  ASSERT_TRUE(api->MemsetAsync(address, 0x11, 1, 4096, fresh).ok());
+  EXPECT_TRUE(api->StreamSynchronize(fresh).ok());
+  EXPECT_EQ(static_cast<uint8_t*>(memory)[4095], 0x11);
+  EXPECT_TRUE(api->StreamDestroy(fresh).ok());
+  EXPECT_TRUE(api->StreamDestroy(stream).ok());
+  EXPECT_EQ(syms->hsa_amd_memory_pool_free(memory), HSA_STATUS_SUCCESS);
+}
+
 TEST_F(AmdgpuSim, FaultHookInjectsAnyCall) {
   Ref<Device> device = OpenSimDevice();
   ASSERT_TRUE(device);
