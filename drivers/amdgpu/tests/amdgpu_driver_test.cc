@@ -40,6 +40,7 @@ struct SimControls {
   int (*set_faults)(const char*) = nullptr;
   int (*reset_schedule)(uint64_t) = nullptr;
   uint64_t (*spurious)() = nullptr;
+  uint64_t (*races)() = nullptr;
 };
 
 SimControls Controls() {
@@ -53,6 +54,7 @@ SimControls Controls() {
   c.set_faults = Sym<int (*)(const char*)>("halsim_set_faults");
   c.reset_schedule = Sym<int (*)(uint64_t)>("halsim_reset_schedule");
   c.spurious = Sym<uint64_t (*)()>("halsim_hsa_spurious_wakeups");
+  c.races = Sym<uint64_t (*)()>("halsim_races");
   return c;
 }
 
@@ -220,8 +222,8 @@ TEST_F(AmdgpuSim, SpuriousWakeupsDoNotBreakWaits) {
 
 // A missing barrier packet is caught by a seed sweep: without the stream
 // wait (the driver bug this plants), some seed runs the copy on queue B
-// before the fill on queue A and the copy reads stale memory; with it, no
-// seed does.
+// before the fill on queue A and the copy reads stale memory, and the race
+// checker reports the two blits overlapping; with it, no seed does either.
 TEST_F(AmdgpuSim, SeedSweepCatchesAMissingBarrierPacket) {
   std::shared_ptr<HsaApi> api = OpenSimApi();
   ASSERT_TRUE(api);
@@ -257,10 +259,15 @@ TEST_F(AmdgpuSim, SeedSweepCatchesAMissingBarrierPacket) {
     }
     return stale;
   };
+  const uint64_t races_before = controls_.races();
   EXPECT_GT(stale_seeds(false), 0)
       << "no seed ordered the copy before the fill: the sweep would not "
          "catch a missing barrier packet";
+  const uint64_t races_unordered = controls_.races() - races_before;
+  EXPECT_GT(races_unordered, 0u) << "the race checker saw no overlap";
   EXPECT_EQ(stale_seeds(true), 0);
+  EXPECT_EQ(controls_.races() - races_before, races_unordered)
+      << "a race reported with the barrier packet in place";
   EXPECT_TRUE(api->EventDestroy(event).ok());
   EXPECT_TRUE(api->MemFreeHost(target).ok());
   EXPECT_TRUE(api->MemFreeDevice(source).ok());
