@@ -25,12 +25,14 @@ struct Value {
   } kind = Kind::kNil;
   int64_t i = 0;
   std::string s;
-  std::vector<Value> items;                    // kArray
-  std::vector<std::pair<Value, Value>> pairs;  // kMap
+  // kArray: the items; kMap: keys[i] -> items[i]. (A vector of the
+  // incomplete Value is allowed; a vector of pairs of it is not.)
+  std::vector<Value> items;
+  std::vector<Value> keys;
 
   const Value* Get(const char* key) const {
-    for (const auto& [k, v] : pairs) {
-      if (k.kind == Kind::kString && k.s == key) return &v;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].kind == Kind::kString && keys[i].s == key) return &items[i];
     }
     return nullptr;
   }
@@ -145,9 +147,12 @@ class Reader {
   bool Map(Value* out, uint64_t n, int depth) {
     if (n > (n_ - at_) / 2) return false;
     out->kind = Value::Kind::kMap;
-    out->pairs.resize(n);
-    for (auto& [k, v] : out->pairs) {
-      if (!Read(&k, depth + 1) || !Read(&v, depth + 1)) return false;
+    out->keys.resize(n);
+    out->items.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (!Read(&out->keys[i], depth + 1) || !Read(&out->items[i], depth + 1)) {
+        return false;
+      }
     }
     return true;
   }

@@ -354,7 +354,12 @@ HALSIM_EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent,
   if (!a) return HSA_STATUS_ERROR_INVALID_AGENT;
   if (!value) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   const bool gpu = a->type == HSA_DEVICE_TYPE_GPU;
-  switch (static_cast<int>(attribute)) {
+  // The hsa_amd_agent_info_t values (0xA000 and up) lie outside
+  // hsa_agent_info_t's range: read the bits, not the enum.
+  static_assert(sizeof(attribute) == sizeof(int));
+  int raw_attribute;
+  std::memcpy(&raw_attribute, &attribute, sizeof(raw_attribute));
+  switch (raw_attribute) {
     case HSA_AGENT_INFO_NAME: {
       char name[64] = {};
       std::snprintf(name, sizeof(name), "%s", gpu ? "gfx90a" : "halsim-cpu");

@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "drivers/amdgpu/amdgpu_api.h"
+#include "drivers/amdgpu/amdgpu_code_object.h"
 #include "drivers/amdgpu/amdgpu_device.h"
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/amdgpu/amdgpu_status.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
 #include "hal/driver.h"
+#include "sim/core/sim_random.h"
 
 namespace hal::amdgpu {
 namespace {
@@ -495,6 +497,61 @@ TEST_F(AmdgpuSimGroup, CrossDeviceChainMakesNoHostRoundTrip) {
   ASSERT_TRUE(device.ok()) << device.status().ToString();
   gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(*device,
                                                              controls_);
+}
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::vector<uint8_t> bytes;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    uint8_t buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) {
+      bytes.insert(bytes.end(), buffer, buffer + n);
+    }
+    std::fclose(f);
+  }
+  return bytes;
+}
+
+// The kernel-argument layouts of a real code object (the test kernels for
+// gfx90a), and malformed ones: every truncation and seeded byte flips give
+// OK or INVALID_ARGUMENT, never a crash (ASan builds check the reads).
+TEST(AmdgpuCodeObject, MetadataLayoutsAndMalformedInput) {
+  const std::string path =
+      std::string(HAL_AMDGPU_TEST_KERNELS_DIR) + "/modules/basic_kernels.hsaco";
+  std::vector<uint8_t> elf = ReadFile(path);
+  if (elf.empty()) GTEST_SKIP() << path << " was not built (no amdgcn clang)";
+  auto layouts = ReadKernelArgumentLayouts(elf);
+  ASSERT_TRUE(layouts.ok()) << layouts.status().ToString();
+  ASSERT_TRUE(layouts->count("fill"));
+  const std::vector<KernelArgument>& fill = layouts->at("fill");
+  ASSERT_EQ(fill.size(), 3u);  // one binding, two constants
+  EXPECT_EQ(fill[0].offset, 0u);
+  EXPECT_EQ(fill[0].size, 8u);
+  EXPECT_EQ(fill[1].offset, 8u);
+  EXPECT_EQ(fill[2].offset, 12u);
+  EXPECT_EQ(fill[2].size, 4u);
+
+  for (size_t n = 0; n < elf.size(); n += 7) {
+    auto r = ReadKernelArgumentLayouts(std::span<const uint8_t>(elf.data(), n));
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument)
+          << "truncated at " << n << ": " << r.status().ToString();
+    }
+  }
+  const uint64_t seed = 1234;
+  sim::SimRandom random(seed);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> bad = elf;
+    for (int flips = 0; flips < 4; ++flips) {
+      bad[random.Below(bad.size())] ^=
+          static_cast<uint8_t>(1u << random.Below(8));
+    }
+    auto r = ReadKernelArgumentLayouts(bad);
+    if (!r.ok()) {
+      ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument)
+          << "seed " << seed << ", case " << i << ": " << r.status().ToString();
+    }
+  }
 }
 
 // Debian's real library: every required symbol resolves. Skips when the
