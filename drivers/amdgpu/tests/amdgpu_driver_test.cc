@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -510,6 +511,26 @@ TEST_F(AmdgpuSimGroup, CrossDeviceChainMakesNoHostRoundTrip) {
   ASSERT_TRUE(device.ok()) << device.status().ToString();
   gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(*device,
                                                              controls_);
+}
+
+// ROCR_VISIBLE_DEVICES=1 over two simulated agents (set by the ctest entry;
+// skipped otherwise): only physical agent 1 is visible, renumbered 0, with
+// its own stable UUID.
+TEST(AmdgpuSimVisible, RocrVisibleDevicesKeepsTheNamedAgents) {
+  const char* visible = std::getenv("ROCR_VISIBLE_DEVICES");
+  if (!visible || std::string(visible) != "1") {
+    GTEST_SKIP() << "needs ROCR_VISIBLE_DEVICES=1 HALSIM_HSA_GPU_AGENTS=2";
+  }
+  auto devices = EnumerateAmdgpuDevices(kSimLibrary);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].uri, "amdgpu:0");
+  // The simulator's UUIDs end with the physical ordinal.
+  const std::string& uuid = (*devices)[0].uuid;
+  EXPECT_EQ(uuid.substr(uuid.size() - 2), "01") << uuid;
+  DeviceUri uri = SimUri();
+  uri.devices = {"1"};
+  EXPECT_EQ(CreateAmdgpuDevice(uri).status().code(), StatusCode::kNotFound);
 }
 
 std::vector<uint8_t> ReadFile(const std::string& path) {
