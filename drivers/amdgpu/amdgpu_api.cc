@@ -34,8 +34,11 @@ struct HsaStream {
   std::mutex mutex;             // packet writing
   uint64_t written = 0;         // packets written (the next packet's index)
   std::atomic<int> error{HSA_STATUS_SUCCESS};  // the queue's first error
-  // Host-function gates: (packets written once its barrier was, signal).
+  // Host-function gates: (packets written once its barrier was, signal),
+  // and the gates whose barrier completed, for reuse (the seed's pooled
+  // signals: a host function creates no signal in the steady state).
   std::vector<std::pair<uint64_t, hsa_signal_t>> gates;
+  std::vector<hsa_signal_t> free_gates;
   // Staged copy sources: (packets written once the copy was, memory).
   std::vector<std::pair<uint64_t, void*>> staging;
 };
@@ -299,7 +302,7 @@ void HsaApi::Reclaim(HsaStream* s) {
   const hsa_signal_value_t now = syms_->hsa_signal_load_scacquire(s->epoch);
   std::erase_if(s->gates, [&](const std::pair<uint64_t, hsa_signal_t>& g) {
     if (now >= EpochTarget(g.first)) return false;
-    syms_->hsa_signal_destroy(g.second);
+    s->free_gates.push_back(g.second);
     return true;
   });
   std::erase_if(s->staging, [&](const std::pair<uint64_t, void*>& g) {
@@ -365,6 +368,7 @@ Status HsaApi::StreamDestroy(gpu::GpuStream stream) {
     HAL_RETURN_IF_ERROR(WaitEpoch(s.get(), s->written));
   }
   for (auto& [packets, gate] : s->gates) syms_->hsa_signal_destroy(gate);
+  for (hsa_signal_t gate : s->free_gates) syms_->hsa_signal_destroy(gate);
   for (auto& [packets, p] : s->staging) {
     syms_->hsa_amd_memory_pool_free(p);
     Untrack(p);
@@ -471,7 +475,13 @@ Status HsaApi::LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
   std::lock_guard<std::mutex> lock(s->mutex);
   Reclaim(s);
   hsa_signal_t gate;
-  HSA(hsa_signal_create(1, 0, nullptr, &gate), "creating a host-call gate");
+  if (!s->free_gates.empty()) {
+    gate = s->free_gates.back();
+    s->free_gates.pop_back();
+    syms_->hsa_signal_store_screlease(gate, 1);
+  } else {
+    HSA(hsa_signal_create(1, 0, nullptr, &gate), "creating a host-call gate");
+  }
   auto call =
       std::make_unique<HostCall>(HostCall{fn, user_data, gate, syms_.get()});
   Status st = [&]() -> Status {
@@ -488,7 +498,8 @@ Status HsaApi::LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
     });
   }();
   if (!st.ok()) {
-    if (call) syms_->hsa_signal_destroy(gate);
+    // Without a registered handler nobody touches the gate again.
+    if (call) s->free_gates.push_back(gate);
     return st;
   }
   s->gates.push_back({s->written, gate});

@@ -29,6 +29,7 @@
 //   * A host function is an async signal handler on the epoch (the work
 //     before it completed) that runs the function and opens a gate signal,
 //     and a BARRIER_AND packet on the gate that holds the work after it.
+//     Gates are pooled per stream: reused once their barrier completed.
 //   * Copies and fills are the device library's blit kernels
 //     (device/amdgpu_blit_kernels.c), loaded on the agent at creation. A
 //     copy from host memory the GPU cannot reach (pageable memory: an
