@@ -232,6 +232,36 @@ TEST_F(AmdgpuSim, SpuriousWakeupsDoNotBreakWaits) {
   EXPECT_TRUE(api->StreamDestroy(stream).ok());
 }
 
+// More packets than the ring holds, without a wait between: the writer
+// waits for the packet a ring earlier to complete before it reuses its slot
+// (and its kernel-argument slot), and every fill lands in order.
+TEST_F(AmdgpuSim, RingWrapsAround) {
+  REQUIRE_DEVICE_LIBRARY();
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  gpu::GpuStream stream = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&stream).ok());
+  void* host = nullptr;
+  constexpr uint32_t kFills = HsaApi::kQueueSize + 10;
+  ASSERT_TRUE(api->MemAllocHost(4 * 64, &host).ok());
+  const auto base = reinterpret_cast<gpu::GpuDevicePtr>(host);
+  for (uint32_t i = 0; i < kFills; ++i) {
+    // Later fills overwrite earlier ones: the last value in each word is
+    // that of the last fill of it.
+    ASSERT_TRUE(api->MemsetAsync(base + 4 * (i % 64), i, 4, 1, stream).ok())
+        << i;
+  }
+  ASSERT_TRUE(api->StreamSynchronize(stream).ok());
+  for (uint32_t w = 0; w < 64; ++w) {
+    uint32_t last = kFills - 1 - ((kFills - 1 - w) % 64);
+    uint32_t got;
+    std::memcpy(&got, static_cast<uint8_t*>(host) + 4 * w, 4);
+    ASSERT_EQ(got, last) << "word " << w;
+  }
+  EXPECT_TRUE(api->MemFreeHost(host).ok());
+  EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
 // A missing barrier packet is caught by a seed sweep: without the stream
 // wait (the driver bug this plants), some seed runs the copy on queue B
 // before the fill on queue A and the copy reads stale memory, and the race
