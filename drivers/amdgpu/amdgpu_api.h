@@ -1,0 +1,137 @@
+// The AMDGPU driver's GPU-stream layer over HSA (drivers/gpu/gpu_api.h):
+// one or more GPU agents (a logical device over several physical ones),
+// with HAL work written as AQL packets.
+//
+// Streams are placed on the agents in turn, by pairs (the GPU layer creates
+// each HAL queue's work stream and callback stream together), so HAL queue
+// i runs on agent i % agents and queue affinity spreads work over the
+// agents. Device memory comes from the first agent's pool and every buffer
+// is granted to every agent (hsa_amd_agents_allow_access); executables and
+// the device library are loaded on every agent, and a dispatch uses the
+// kernel object of its stream's agent. Signals are system-wide, so a wait
+// across agents is the same BARRIER_VALUE packet as within one.
+//
+// Each GpuStream is an HSA AQL queue written by the host (the design IREE
+// moved to in 2026-04: host queues that turn queue operations into AQL
+// packet streams), with one per-queue epoch signal:
+//
+//   * Every packet carries the barrier bit (a stream is in order) and the
+//     epoch signal as its completion signal, which starts at kEpochBase and
+//     drops by one per completed packet; so "the first n packets completed"
+//     is `epoch < kEpochBase - n + 1`, and nothing else is allocated per
+//     packet. Kernel arguments live in a ring of fixed-size slots indexed by
+//     the absolute packet index (the seed's ringbuffers with absolute
+//     indices): a slot is reused only once its packet completed.
+//   * An event is (queue, epoch): recording writes no packet. A stream wait
+//     on another queue's event is an AMD BARRIER_VALUE packet on that
+//     queue's epoch signal, so a device->device edge needs no host round
+//     trip.
+//   * A host function is an async signal handler on the epoch (the work
+//     before it completed) that runs the function and opens a gate signal,
+//     and a BARRIER_AND packet on the gate that holds the work after it.
+//     Gates are pooled per stream: reused once their barrier completed.
+//   * Copies and fills are the device library's blit kernels
+//     (device/amdgpu_blit_kernels.c), loaded on the agent at creation. A
+//     copy from host memory the GPU cannot reach (pageable memory: an
+//     update's payload) is staged now through fine-grained memory that is
+//     freed once the packet completed.
+//   * Host waits re-check their condition after every hsa_signal_wait
+//     return: HSA allows spurious returns.
+//
+// Packet writing: reserve with hsa_queue_add_write_index, write the body,
+// store the 16-bit header last (release), then ring the doorbell.
+//
+// Thread safety: every method may be called from any thread (a queue's
+// packets are written under its lock).
+#pragma once
+
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
+#include "drivers/gpu/gpu_api.h"
+
+namespace hal::amdgpu {
+
+struct HsaStream;
+
+class HsaApi final : public gpu::GpuApi {
+ public:
+  // The agents' memory pools and device library; `gpus` is not empty.
+  static StatusOr<std::shared_ptr<HsaApi>> Create(
+      std::shared_ptr<const HsaSymbols> syms, std::vector<hsa_agent_t> gpus,
+      hsa_agent_t cpu);
+  ~HsaApi() override;
+
+  const HsaSymbols* syms() const { return syms_.get(); }
+  size_t agent_count() const { return agents_.size(); }
+  // The agent a stream's packets run on (its index in `gpus`).
+  static size_t StreamAgent(gpu::GpuStream stream);
+
+  const char* name() const override { return "amdgpu"; }
+  HAL_GPU_API_OVERRIDES
+  bool SupportsAsyncAlloc() const override { return false; }
+  ExecutableFormat module_format() const override {
+    return ExecutableFormat::kAmdgpuCodeObject;
+  }
+
+  // Packets per AQL queue, and kernel-argument bytes per packet.
+  static constexpr uint32_t kQueueSize = 4096;
+  static constexpr uint32_t kKernargSlotBytes = 256;
+
+  // A kernel of a loaded executable (HSA_EXECUTABLE_SYMBOL_INFO_*).
+  struct Kernel {
+    uint64_t object = 0;
+    uint32_t kernarg_size = 0;
+    uint32_t group_segment_size = 0;
+    uint32_t private_segment_size = 0;
+  };
+
+ private:
+  struct Agent {
+    hsa_agent_t agent = {};
+    hsa_amd_memory_pool_t device_pool = {};
+    Kernel blit_fill, blit_copy;
+  };
+
+  HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
+      : syms_(std::move(syms)), cpu_(cpu) {}
+  Status Initialize();
+  Status LoadDeviceLibrary();
+  // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
+  // the packet's kernel-argument slot); the header is stored last.
+  template <typename Body>
+  Status Emit(HsaStream* s, uint16_t type, Body body);
+  // Grants every agent access to `p` (pool memory).
+  Status AllowAllAgents(void* p, size_t size);
+  Status Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
+                  const uint32_t block[3], uint32_t dynamic_shared,
+                  const void* kernargs, size_t kernarg_bytes);
+  Status WaitEpoch(HsaStream* s, uint64_t packets);
+  // Frees the gates and staging of completed packets (s->mutex held).
+  void Reclaim(HsaStream* s);
+
+  std::shared_ptr<const HsaSymbols> syms_;
+  hsa_agent_t cpu_;
+  std::vector<Agent> agents_;
+  std::vector<hsa_agent_t> agent_handles_;
+  hsa_amd_memory_pool_t host_pool_ = {};     // fine-grained, kernarg-capable
+  gpu::GpuModule device_library_ = nullptr;  // null: not built
+  std::atomic<uint64_t> streams_created_{0};
+  // Memory the GPU may access: pool allocations and locked host memory,
+  // base -> size (host pointers for locked memory).
+  void Track(const void* base, size_t size);
+  void Untrack(const void* base);
+  bool Accessible(uint64_t p, size_t n);
+  std::mutex memory_mutex_;
+  std::map<uintptr_t, size_t> accessible_;
+  std::map<void*, void*> registered_;  // host pointer -> agent pointer
+};
+
+}  // namespace hal::amdgpu
