@@ -1,0 +1,17 @@
+// Opts the Metal driver into the conformance suite. On Linux it runs over
+// the simulated Metal framework (sim/metal/), seeded by HALSIM_SEED.
+#include "hal/cts/cts.h"
+
+namespace hal::cts {
+
+void RegisterMetalCtsBackend() {
+  Backend b;
+  b.name = "metal";
+  b.default_uri = "metal://?queues=4";
+  // Not yet (docs/drivers/metal.md): files, import, alloca, host calls,
+  // dispatch; device-only memory is Private storage and works.
+  b.tags = {kTagMultiQueue, kTagDeviceOnlyMemory};
+  RegisterBackend(std::move(b));
+}
+
+}  // namespace hal::cts

@@ -1,0 +1,653 @@
+// The Metal driver, in Objective-C++ without ARC: explicit retain/release of
+// every id<MTL...> it keeps, and @autoreleasepool around every call that
+// gets autoreleased objects (command buffers, encoders, errors).
+//
+// Mapping (the IREE Metal design, docs/drivers/metal.md):
+//   * a device per MTLDevice, a MTLCommandQueue per HAL queue;
+//   * buffers on storage modes: host-visible memory is Shared, device-only
+//     memory is Private (its `contents` is NULL, so it is never mapped);
+//   * a timeline semaphore is a MTLSharedEvent: host signals set
+//     signaledValue; a queue operation encodes a wait for every wait point
+//     whose value is reached or will be signalled by work committed already
+//     (device to device, no host round trip), and is held on the host until
+//     the others are reached (NotifyAt), so that work waiting for a value
+//     nobody has submitted yet never blocks its Metal queue;
+//   * a queue operation is one MTLCommandBuffer: encoded waits, its work in
+//     blit encoders (a new encoder after each barrier), encoded signals;
+//     its completion handler ends the HAL signal points (payload, or the
+//     failure of the command buffer or of a wait);
+//   * fill with a pattern Metal's blit fill cannot take (a 2- or 4-byte
+//     pattern, or a range that is not 4-byte aligned) and update go through
+//     a Shared staging buffer and blit copies.
+#import "Metal/Metal.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "drivers/metal/metal_driver.h"
+#include "hal/allocator.h"
+#include "hal/buffer.h"
+#include "hal/command_buffer.h"
+#include "hal/device.h"
+#include "hal/semaphore.h"
+#include "hal/uri.h"
+#include "hal/utils/buffer_ref_resolve.h"
+#include "hal/utils/queue_op.h"
+
+namespace hal::metal {
+namespace {
+
+constexpr DeviceSize kDefaultAlignment = 256;
+constexpr size_t kMaxStagingBytes = size_t{1} << 20;
+
+// ---------------------------------------------------------------------------
+// Buffers.
+
+class MetalAllocator;
+
+class MetalBuffer final : public Buffer {
+ public:
+  MetalBuffer(const Params& params, id<MTLBuffer> buffer)
+      : Buffer(params), buffer_([buffer retain]) {}
+  id<MTLBuffer> mtl() const { return buffer_; }
+
+ protected:
+  ~MetalBuffer() override {
+    @autoreleasepool {
+      [buffer_ release];
+    }
+  }
+  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
+                             MemoryAccess access) override {
+    void* p = [buffer_ contents];
+    if (!p && byte_length() != 0) {
+      return FailedPreconditionError(
+          "Metal: a Private (device-only) MTLBuffer has no contents to map");
+    }
+    return static_cast<uint8_t*>(p) + offset;
+  }
+  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
+    return OkStatus();
+  }
+  // Shared storage is coherent: nothing to flush or invalidate.
+  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+
+ private:
+  id<MTLBuffer> buffer_;  // retained
+};
+
+class MetalAllocator final : public Allocator {
+ public:
+  explicit MetalAllocator(id<MTLDevice> device) : device_([device retain]) {}
+  ~MetalAllocator() override { [device_ release]; }
+
+ protected:
+  BufferCompatibility QueryCompatibilityImpl(
+      const BufferParams& params, DeviceSize size,
+      BufferParams* out_resolved) override {
+    BufferParams r = params;
+    if (AllOf(r.type, MemoryType::kOptimal)) {
+      r.type = r.type & ~MemoryType::kOptimal;
+      if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
+      if (Any(r.usage & BufferUsage::kMapping)) {
+        r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
+      }
+    }
+    // Shared storage is what the host sees: coherent on Apple silicon.
+    if (AllOf(r.type, MemoryType::kHostVisible)) {
+      r.type |= MemoryType::kHostCoherent;
+    }
+    r.type |= MemoryType::kDeviceVisible;
+    if (r.min_alignment < kDefaultAlignment) r.min_alignment = kDefaultAlignment;
+    *out_resolved = r;
+    return BufferCompatibility::kAllocatable;
+  }
+  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
+                                           DeviceSize size) override {
+    HAL_RETURN_IF_ERROR(CheckAllocationSize(
+        params, size, [device_ recommendedMaxWorkingSetSize],
+        /*host_backed=*/false));
+    const MTLResourceOptions options =
+        AllOf(params.type, MemoryType::kHostVisible)
+            ? MTLResourceStorageModeShared
+            : MTLResourceStorageModePrivate;
+    id<MTLBuffer> buffer =
+        [device_ newBufferWithLength:(NSUInteger)size options:options];
+    if (!buffer) {
+      return ResourceExhaustedError(
+          "Metal: newBufferWithLength:%llu options:%lu returned nil",
+          (unsigned long long)size, (unsigned long)options);
+    }
+    Buffer::Params p = MakeBufferParams(params, size, BufferState::kLive);
+    Ref<Buffer> result = Ref<Buffer>::Adopt(new MetalBuffer(p, buffer));
+    [buffer release];  // the MetalBuffer holds its own reference
+    RecordAllocate(params.type, size);
+    return result;
+  }
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams&, void*,
+                                                 DeviceSize,
+                                                 ReleaseCallback) override {
+    return UnimplementedError(
+        "Metal: host-allocation import (newBufferWithBytesNoCopy:) is not "
+        "written yet (docs/drivers/metal.md)");
+  }
+
+ private:
+  id<MTLDevice> device_;  // retained
+};
+
+// ---------------------------------------------------------------------------
+// Semaphores.
+
+class MetalSemaphore final : public Semaphore {
+ public:
+  MetalSemaphore(id<MTLSharedEvent> event, uint64_t initial)
+      : Semaphore(initial), event_([event retain]) {
+    if (initial) [event_ setSignaledValue:initial];
+  }
+  id<MTLSharedEvent> event() const { return event_; }
+  // The highest value that work committed already will signal.
+  uint64_t pending_signal() const { return pending_signal_.load(); }
+  void NoteCommittedSignal(uint64_t value) {
+    uint64_t v = pending_signal_.load();
+    while (v < value && !pending_signal_.compare_exchange_weak(v, value)) {
+    }
+  }
+
+ protected:
+  ~MetalSemaphore() override { [event_ release]; }
+  void OnSignaled(uint64_t value) override {
+    if ([event_ signaledValue] < value) [event_ setSignaledValue:value];
+  }
+  // Releases every encoded wait on the event: the operations behind them
+  // find the failed wait in their completion handler and fail their
+  // signals with its status.
+  void OnFailed(const Status&) override { [event_ setSignaledValue:UINT64_MAX]; }
+
+ private:
+  id<MTLSharedEvent> event_;  // retained
+  std::atomic<uint64_t> pending_signal_{0};
+};
+
+MetalSemaphore* AsMetal(Semaphore* s) { return dynamic_cast<MetalSemaphore*>(s); }
+
+// ---------------------------------------------------------------------------
+// Encoding the work of one queue operation.
+
+class Encoder {
+ public:
+  Encoder(id<MTLDevice> device, id<MTLCommandBuffer> cb)
+      : device_(device), cb_(cb) {}
+  ~Encoder() { End(); }
+
+  void End() {
+    if (blit_) [blit_ endEncoding];
+    blit_ = nil;
+  }
+  id<MTLBlitCommandEncoder> Blit() {
+    if (!blit_) blit_ = [cb_ blitCommandEncoder];
+    return blit_;
+  }
+
+  Status Fill(Buffer* target, DeviceSize offset, DeviceSize length,
+              uint32_t pattern, size_t pattern_length) {
+    if (length == 0) return OkStatus();
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
+    uint8_t bytes[4];
+    std::memcpy(bytes, &pattern, 4);
+    bool uniform = true;
+    for (size_t i = 1; i < pattern_length; ++i) uniform &= bytes[i] == bytes[0];
+    if (uniform && offset % 4 == 0 && length % 4 == 0) {
+      [Blit() fillBuffer:t range:NSMakeRange(offset, length) value:bytes[0]];
+      return OkStatus();
+    }
+    // Blit fill takes one byte and 4-byte aligned ranges on macOS: stage
+    // the pattern and copy it.
+    const size_t chunk = std::min<DeviceSize>(
+        length, kMaxStagingBytes - kMaxStagingBytes % pattern_length);
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(chunk));
+    auto* p = static_cast<uint8_t*>([staging contents]);
+    for (size_t i = 0; i < chunk; ++i) p[i] = bytes[i % pattern_length];
+    for (DeviceSize done = 0; done < length;) {
+      const DeviceSize n = std::min<DeviceSize>(chunk, length - done);
+      [Blit() copyFromBuffer:staging
+                sourceOffset:0
+                    toBuffer:t
+           destinationOffset:offset + done
+                        size:n];
+      done += n;
+    }
+    [staging release];
+    return OkStatus();
+  }
+
+  Status Update(const uint8_t* data, Buffer* target, DeviceSize offset,
+                DeviceSize length) {
+    if (length == 0) return OkStatus();
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(length));
+    std::memcpy([staging contents], data, length);
+    [Blit() copyFromBuffer:staging
+              sourceOffset:0
+                  toBuffer:t
+         destinationOffset:offset
+                      size:length];
+    [staging release];
+    return OkStatus();
+  }
+
+  Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target,
+              DeviceSize target_offset, DeviceSize length) {
+    if (length == 0) return OkStatus();
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> s, Mtl(source));
+    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
+    [Blit() copyFromBuffer:s
+              sourceOffset:source_offset
+                  toBuffer:t
+         destinationOffset:target_offset
+                      size:length];
+    return OkStatus();
+  }
+
+  Status Commands(CommandBuffer* command_buffer, BindingTable table) {
+    for (const Command& command : command_buffer->commands()) {
+      HAL_RETURN_IF_ERROR(std::visit(
+          [&](const auto& c) { return Encode(c, table); }, command));
+    }
+    return OkStatus();
+  }
+
+ private:
+  static StatusOr<id<MTLBuffer>> Mtl(Buffer* buffer) {
+    auto* b = dynamic_cast<MetalBuffer*>(buffer->allocated_buffer());
+    if (!b) return InvalidArgumentError("Metal: a buffer of another driver");
+    return b->mtl();
+  }
+  // A Shared buffer (+1) of `n` bytes; the command buffer keeps it alive.
+  StatusOr<id<MTLBuffer>> Staging(DeviceSize n) {
+    id<MTLBuffer> b = [device_ newBufferWithLength:(NSUInteger)n
+                                           options:MTLResourceStorageModeShared];
+    if (!b) {
+      return ResourceExhaustedError("Metal: a %llu-byte staging buffer",
+                                    (unsigned long long)n);
+    }
+    return b;
+  }
+
+  // Barriers, events and debug groups: commands after it go into a new
+  // encoder, which Metal orders after the previous one's writes.
+  Status Encode(const cmd::Barrier&, BindingTable) { return Split(); }
+  Status Encode(const cmd::SignalEvent&, BindingTable) { return Split(); }
+  Status Encode(const cmd::ResetEvent&, BindingTable) { return Split(); }
+  Status Encode(const cmd::WaitEvents&, BindingTable) { return Split(); }
+  Status Encode(const cmd::BeginDebugGroup&, BindingTable) { return OkStatus(); }
+  Status Encode(const cmd::EndDebugGroup&, BindingTable) { return OkStatus(); }
+  Status Split() {
+    End();
+    return OkStatus();
+  }
+  Status Encode(const cmd::Fill& c, BindingTable table) {
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
+                                            c.target, table, c.target.length,
+                                            "fill target"));
+    return Fill(r.buffer, r.offset, r.length, c.pattern, c.pattern_length);
+  }
+  Status Encode(const cmd::Update& c, BindingTable table) {
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
+                                            c.target, table, c.data.size(),
+                                            "update target"));
+    return Update(c.data.data(), r.buffer, r.offset, r.length);
+  }
+  Status Encode(const cmd::Copy& c, BindingTable table) {
+    HAL_ASSIGN_OR_RETURN(ResolvedRef s, utils::ResolveBufferRef(
+                                            c.source, table, c.length,
+                                            "copy source"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef t, utils::ResolveBufferRef(
+                                            c.target, table, c.length,
+                                            "copy target"));
+    return Copy(s.buffer, s.offset, t.buffer, t.offset, c.length);
+  }
+  Status Encode(const cmd::Dispatch&, BindingTable) {
+    return UnimplementedError(
+        "Metal: dispatch is not written yet (docs/drivers/metal.md)");
+  }
+
+  id<MTLDevice> device_;
+  id<MTLCommandBuffer> cb_;
+  id<MTLBlitCommandEncoder> blit_ = nil;  // autoreleased
+};
+
+// ---------------------------------------------------------------------------
+// The device.
+
+class MetalDevice;
+
+// One queue operation from submission to its signals.
+struct MetalOp {
+  MetalDevice* device;
+  id<MTLCommandBuffer> cb = nil;  // retained until committed
+  std::vector<utils::RetainedPoint> device_waits, signals;
+  std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> timepoints;
+  std::atomic<int> open{1};  // host waits + 1 for the submission itself
+  std::mutex mutex;
+  Status failure;  // the first failed host wait
+};
+
+class MetalDevice final : public Device {
+ public:
+  static StatusOr<Ref<Device>> Create(const DeviceUri& uri) {
+    HAL_RETURN_IF_ERROR(uri.CheckKnownParams({"queues"}));
+    HAL_ASSIGN_OR_RETURN(uint64_t queues, uri.GetUint("queues", 1, 1, 64));
+    @autoreleasepool {
+      id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+      if (!device) {
+        return UnavailableError(
+            "Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
+            "device)");
+      }
+      DeviceInfo info;
+      info.driver = "metal";
+      info.name = [[device name] UTF8String];
+      info.uri = "metal:0";
+      info.memory_bytes = [device recommendedMaxWorkingSetSize];
+      info.queue_count = static_cast<int>(queues);
+      Ref<Allocator> allocator = Ref<Allocator>::Adopt(new MetalAllocator(device));
+      auto* d = new MetalDevice(std::move(info), std::move(allocator), device);
+      [device release];
+      return Ref<Device>::Adopt(d);
+    }
+  }
+
+  ~MetalDevice() override {
+    // Operations held for a host wait end with CANCELLED; then every
+    // committed command buffer completes before the queues go.
+    std::vector<MetalOp*> held;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (MetalOp* op : held_) {
+        // Pins the operation (it cannot end while the count is above 0).
+        int n = op->open.load();
+        while (n > 0 && !op->open.compare_exchange_weak(n, n + 1)) {
+        }
+        if (n > 0) held.push_back(op);
+      }
+    }
+    for (MetalOp* op : held) {
+      std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> points;
+      {
+        std::lock_guard<std::mutex> lock(op->mutex);
+        points = op->timepoints;
+      }
+      for (auto& [semaphore, id] : points) {
+        if (semaphore->CancelTimepoint(id)) {
+          HostWaitDone(op, CancelledError("Metal: the device was destroyed"));
+        }
+      }
+      HostWaitDone(op, OkStatus());  // unpins
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
+    }
+    @autoreleasepool {
+      for (id<MTLCommandQueue> q : queues_) [q release];
+      [device_ release];
+    }
+  }
+
+  // Called when a host wait of `op` is reached (OK) or failed.
+  void HostWaitDone(MetalOp* op, const Status& status) {
+    if (!status.ok()) {
+      std::lock_guard<std::mutex> lock(op->mutex);
+      if (op->failure.ok()) op->failure = status;
+    }
+    if (op->open.fetch_sub(1) == 1) Release(op);
+  }
+
+ protected:
+  StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial) override {
+    @autoreleasepool {
+      id<MTLSharedEvent> event = [device_ newSharedEvent];
+      if (!event) return InternalError("Metal: newSharedEvent returned nil");
+      Ref<Semaphore> s = Ref<Semaphore>::Adopt(new MetalSemaphore(event, initial));
+      [event release];
+      return s;
+    }
+  }
+
+  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, Buffer* target, DeviceSize offset,
+                       DeviceSize length, const void* pattern,
+                       size_t pattern_length) override {
+    uint32_t p = 0;
+    std::memcpy(&p, pattern, pattern_length);
+    const DeviceSize off = target->byte_offset() + offset;
+    return Submit(affinity, wait, signal, [&](Encoder& e) {
+      return e.Fill(target, off, length, p, pattern_length);
+    });
+  }
+  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
+                         SemaphoreList signal, const void* source,
+                         Buffer* target, DeviceSize offset,
+                         DeviceSize length) override {
+    const DeviceSize off = target->byte_offset() + offset;
+    return Submit(affinity, wait, signal, [&](Encoder& e) {
+      return e.Update(static_cast<const uint8_t*>(source), target, off, length);
+    });
+  }
+  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, Buffer* source,
+                       DeviceSize source_offset, Buffer* target,
+                       DeviceSize target_offset, DeviceSize length) override {
+    const DeviceSize so = source->byte_offset() + source_offset;
+    const DeviceSize to = target->byte_offset() + target_offset;
+    return Submit(affinity, wait, signal, [&](Encoder& e) {
+      return e.Copy(source, so, target, to, length);
+    });
+  }
+  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
+                          SemaphoreList signal, CommandBuffer* command_buffer,
+                          BindingTable bindings) override {
+    return Submit(affinity, wait, signal, [&](Encoder& e) {
+      return command_buffer ? e.Commands(command_buffer, bindings) : OkStatus();
+    });
+  }
+
+  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity, SemaphoreList,
+                                        SemaphoreList, const BufferParams&,
+                                        DeviceSize) override {
+    return NotWritten("queue_alloca");
+  }
+  Status QueueDeallocaImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+                           Buffer*) override {
+    return NotWritten("queue_dealloca");
+  }
+  Status QueueReadImpl(QueueAffinity, SemaphoreList, SemaphoreList, File*,
+                       uint64_t, Buffer*, DeviceSize, DeviceSize) override {
+    return NotWritten("queue_read");
+  }
+  Status QueueWriteImpl(QueueAffinity, SemaphoreList, SemaphoreList, Buffer*,
+                        DeviceSize, File*, uint64_t, DeviceSize) override {
+    return NotWritten("queue_write");
+  }
+  Status QueueHostCallImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+                           HostCallFn) override {
+    return NotWritten("queue_host_call");
+  }
+
+  Status WaitIdleImpl(Timeout timeout) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto idle = [&] { return in_flight_ == 0; };
+    if (timeout.is_infinite()) {
+      idle_cv_.wait(lock, idle);
+    } else if (!idle_cv_.wait_until(lock, timeout.deadline(), idle)) {
+      return DeadlineExceededError("Metal: the device is still busy");
+    }
+    return OkStatus();
+  }
+
+ private:
+  MetalDevice(DeviceInfo info, Ref<Allocator> allocator, id<MTLDevice> device)
+      : Device(std::move(info), std::move(allocator)),
+        device_([device retain]) {
+    for (int i = 0; i < queue_count(); ++i) {
+      queues_.push_back([device_ newCommandQueue]);
+    }
+  }
+
+  static Status NotWritten(const char* what) {
+    return UnimplementedError(
+        "Metal: %s is not written yet (docs/drivers/metal.md)", what);
+  }
+
+  // Builds the operation's command buffer now (errors: nothing enqueued),
+  // and commits it once every wait that cannot be encoded is reached.
+  template <typename EncodeFn>
+  Status Submit(QueueAffinity affinity, SemaphoreList wait,
+                SemaphoreList signal, EncodeFn&& encode) {
+    auto op = std::make_unique<MetalOp>();
+    op->device = this;
+    std::vector<SemaphorePoint> host_waits;
+    @autoreleasepool {
+      id<MTLCommandBuffer> cb = [queues_[FirstQueue(affinity)] commandBuffer];
+      for (const SemaphorePoint& w : wait) {
+        MetalSemaphore* m = AsMetal(w.semaphore);
+        if (w.semaphore->Reached(w.value)) continue;
+        if (m && m->pending_signal() >= w.value) {
+          [cb encodeWaitForEvent:m->event() value:w.value];
+          op->device_waits.emplace_back(Ref<Semaphore>(w.semaphore), w.value);
+        } else {
+          host_waits.push_back(w);
+        }
+      }
+      {
+        Encoder encoder(device_, cb);
+        HAL_RETURN_IF_ERROR(encode(encoder));
+      }
+      for (const SemaphorePoint& s : signal) {
+        if (MetalSemaphore* m = AsMetal(s.semaphore)) {
+          [cb encodeSignalEvent:m->event() value:s.value];
+        }
+      }
+      utils::RetainPoints(signal, &op->signals);
+      op->cb = [cb retain];
+    }
+    MetalOp* raw = op.release();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++in_flight_;
+      if (!host_waits.empty()) held_.insert(raw);
+    }
+    raw->open.fetch_add(static_cast<int>(host_waits.size()));
+    for (const SemaphorePoint& w : host_waits) {
+      Semaphore::TimepointId id = w.semaphore->NotifyAt(
+          w.value, [raw](const Status& s) { raw->device->HostWaitDone(raw, s); });
+      if (id != 0) {
+        std::lock_guard<std::mutex> lock(raw->mutex);
+        raw->timepoints.emplace_back(Ref<Semaphore>(w.semaphore), id);
+      }
+    }
+    HostWaitDone(raw, OkStatus());  // the submission's own count
+    return OkStatus();
+  }
+
+  // Every host wait is decided: commit, or end without running.
+  void Release(MetalOp* op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_.erase(op);
+    }
+    Status failure;
+    {
+      std::lock_guard<std::mutex> lock(op->mutex);
+      failure = op->failure;
+    }
+    @autoreleasepool {
+      if (!failure.ok()) {
+        [op->cb release];  // never committed
+        utils::CompleteSignals(op->signals, failure);
+        Finish(op);
+        return;
+      }
+      // Noted once committed: an operation encodes a wait only for a
+      // value that committed work will signal (never one behind it on an
+      // in-order Metal queue). `op` may be gone once committed.
+      std::vector<utils::RetainedPoint> signals = op->signals;
+      id<MTLCommandBuffer> cb = op->cb;
+      [cb addCompletedHandler:^(id<MTLCommandBuffer> done) {
+        Completed(op, done);
+      }];
+      [cb commit];
+      [cb release];
+      for (auto& [semaphore, value] : signals) {
+        if (MetalSemaphore* m = AsMetal(semaphore.get())) {
+          m->NoteCommittedSignal(value);
+        }
+      }
+    }
+  }
+
+  void Completed(MetalOp* op, id<MTLCommandBuffer> cb) {
+    Status status;
+    if ([cb status] == MTLCommandBufferStatusError) {
+      status = DataLossError("Metal: the command buffer failed on the device");
+    }
+    for (auto& [semaphore, value] : op->device_waits) {
+      Status failure;
+      if (status.ok() &&
+          utils::CheckWait(*semaphore, value, &failure) ==
+              utils::WaitState::kFailed) {
+        status = failure;
+      }
+    }
+    utils::CompleteSignals(op->signals, status);
+    Finish(op);
+  }
+
+  void Finish(MetalOp* op) {
+    delete op;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--in_flight_ == 0) idle_cv_.notify_all();
+  }
+
+  id<MTLDevice> device_;                  // retained
+  std::vector<id<MTLCommandQueue>> queues_;  // retained
+  std::mutex mutex_;
+  std::condition_variable idle_cv_;
+  int64_t in_flight_ = 0;
+  std::set<MetalOp*> held_;  // waiting for a host wait
+};
+
+}  // namespace
+
+Status RegisterMetalDriver(DriverRegistry* registry) {
+  DriverFactory factory;
+  factory.name = "metal";
+  factory.description =
+      "Apple Metal (MTLDevice; on Linux the simulated Metal framework)";
+  factory.enumerate = []() -> StatusOr<std::vector<DeviceInfo>> {
+    @autoreleasepool {
+      id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+      if (!device) return std::vector<DeviceInfo>{};
+      DeviceInfo info;
+      info.driver = "metal";
+      info.name = [[device name] UTF8String];
+      info.uri = "metal:0";
+      info.memory_bytes = [device recommendedMaxWorkingSetSize];
+      [device release];
+      return std::vector<DeviceInfo>{info};
+    }
+  };
+  factory.try_create = [](const DeviceUri& uri) {
+    return MetalDevice::Create(uri);
+  };
+  return registry->Register(std::move(factory));
+}
+
+}  // namespace hal::metal
