@@ -43,6 +43,9 @@ namespace hal::metal {
 namespace {
 
 constexpr DeviceSize kDefaultAlignment = 256;
+// Every MTLBuffer starts on a page: 4 KiB at least (16 KiB on Apple
+// silicon). A larger alignment over-allocates and offsets the buffer.
+constexpr DeviceSize kPageAlignment = 4096;
 constexpr size_t kMaxStagingBytes = size_t{1} << 20;
 
 // ---------------------------------------------------------------------------
@@ -52,12 +55,16 @@ class MetalAllocator;
 
 class MetalBuffer final : public Buffer {
  public:
-  MetalBuffer(const Params& params, id<MTLBuffer> buffer)
-      : Buffer(params), buffer_([buffer retain]) {}
+  // The HAL buffer is `buffer` from byte `offset` on (an offset only for
+  // an alignment above the page that every MTLBuffer starts on).
+  MetalBuffer(const Params& params, id<MTLBuffer> buffer, DeviceSize offset)
+      : Buffer(params), buffer_([buffer retain]), offset_(offset) {}
   id<MTLBuffer> mtl() const { return buffer_; }
+  DeviceSize offset() const { return offset_; }
 
  protected:
   ~MetalBuffer() override {
+    allocator()->RecordFree(memory_type(), byte_length());
     @autoreleasepool {
       [buffer_ release];
     }
@@ -69,7 +76,7 @@ class MetalBuffer final : public Buffer {
       return FailedPreconditionError(
           "Metal: a Private (device-only) MTLBuffer has no contents to map");
     }
-    return static_cast<uint8_t*>(p) + offset;
+    return static_cast<uint8_t*>(p) + offset_ + offset;
   }
   Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
     return OkStatus();
@@ -80,6 +87,7 @@ class MetalBuffer final : public Buffer {
 
  private:
   id<MTLBuffer> buffer_;  // retained
+  DeviceSize offset_;
 };
 
 class MetalAllocator final : public Allocator {
@@ -117,15 +125,30 @@ class MetalAllocator final : public Allocator {
         AllOf(params.type, MemoryType::kHostVisible)
             ? MTLResourceStorageModeShared
             : MTLResourceStorageModePrivate;
-    id<MTLBuffer> buffer =
-        [device_ newBufferWithLength:(NSUInteger)size options:options];
+    const bool host_visible = AllOf(params.type, MemoryType::kHostVisible);
+    // Above a page, the host address tells where the aligned start is; a
+    // Private buffer has none (its GPU address is not declared here), so it
+    // stays page aligned (docs/drivers/metal.md).
+    const DeviceSize pad =
+        host_visible && params.min_alignment > kPageAlignment
+            ? params.min_alignment
+            : 0;
+    id<MTLBuffer> buffer = [device_ newBufferWithLength:(NSUInteger)(size + pad)
+                                                options:options];
     if (!buffer) {
       return ResourceExhaustedError(
           "Metal: newBufferWithLength:%llu options:%lu returned nil",
           (unsigned long long)size, (unsigned long)options);
     }
     Buffer::Params p = MakeBufferParams(params, size, BufferState::kLive);
-    Ref<Buffer> result = Ref<Buffer>::Adopt(new MetalBuffer(p, buffer));
+    DeviceSize offset = 0;
+    if (pad) {
+      const auto base = reinterpret_cast<uintptr_t>([buffer contents]);
+      offset = (params.min_alignment - base % params.min_alignment) %
+               params.min_alignment;
+    }
+    Ref<Buffer> result =
+        Ref<Buffer>::Adopt(new MetalBuffer(p, buffer, offset));
     [buffer release];  // the MetalBuffer holds its own reference
     RecordAllocate(params.type, size);
     return result;
@@ -145,13 +168,26 @@ class MetalAllocator final : public Allocator {
 // ---------------------------------------------------------------------------
 // Semaphores.
 
+// What a listener block holds of its semaphore: a block that never fires
+// (its command buffer failed) stays with the event, which the semaphore
+// holds, so a reference would be a cycle. The semaphore clears it when it
+// goes; a block that fires holds the lock while it signals.
+struct SemaphoreToken {
+  std::recursive_mutex mutex;
+  Semaphore* semaphore;
+};
+
 class MetalSemaphore final : public Semaphore {
  public:
   MetalSemaphore(id<MTLSharedEvent> event, uint64_t initial)
-      : Semaphore(initial), event_([event retain]) {
+      : Semaphore(initial),
+        event_([event retain]),
+        token_(std::make_shared<SemaphoreToken>()) {
+    token_->semaphore = this;
     if (initial) [event_ setSignaledValue:initial];
   }
   id<MTLSharedEvent> event() const { return event_; }
+  const std::shared_ptr<SemaphoreToken>& token() const { return token_; }
   // The highest value that work committed already will signal.
   uint64_t pending_signal() const { return pending_signal_.load(); }
   void NoteCommittedSignal(uint64_t value) {
@@ -161,7 +197,13 @@ class MetalSemaphore final : public Semaphore {
   }
 
  protected:
-  ~MetalSemaphore() override { [event_ release]; }
+  ~MetalSemaphore() override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(token_->mutex);
+      token_->semaphore = nullptr;
+    }
+    [event_ release];
+  }
   void OnSignaled(uint64_t value) override {
     if ([event_ signaledValue] < value) [event_ setSignaledValue:value];
   }
@@ -172,6 +214,7 @@ class MetalSemaphore final : public Semaphore {
 
  private:
   id<MTLSharedEvent> event_;  // retained
+  std::shared_ptr<SemaphoreToken> token_;
   std::atomic<uint64_t> pending_signal_{0};
 };
 
@@ -198,7 +241,9 @@ class Encoder {
   Status Fill(Buffer* target, DeviceSize offset, DeviceSize length,
               uint32_t pattern, size_t pattern_length) {
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
+    id<MTLBuffer> t = tb->mtl();
+    offset += tb->offset();
     uint8_t bytes[4];
     std::memcpy(bytes, &pattern, 4);
     bool uniform = true;
@@ -230,7 +275,9 @@ class Encoder {
   Status Update(const uint8_t* data, Buffer* target, DeviceSize offset,
                 DeviceSize length) {
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
+    id<MTLBuffer> t = tb->mtl();
+    offset += tb->offset();
     HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(length));
     std::memcpy([staging contents], data, length);
     [Blit() copyFromBuffer:staging
@@ -245,12 +292,12 @@ class Encoder {
   Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target,
               DeviceSize target_offset, DeviceSize length) {
     if (length == 0) return OkStatus();
-    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> s, Mtl(source));
-    HAL_ASSIGN_OR_RETURN(id<MTLBuffer> t, Mtl(target));
-    [Blit() copyFromBuffer:s
-              sourceOffset:source_offset
-                  toBuffer:t
-         destinationOffset:target_offset
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * s, Mtl(source));
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
+    [Blit() copyFromBuffer:s->mtl()
+              sourceOffset:s->offset() + source_offset
+                  toBuffer:t->mtl()
+         destinationOffset:t->offset() + target_offset
                       size:length];
     return OkStatus();
   }
@@ -264,10 +311,10 @@ class Encoder {
   }
 
  private:
-  static StatusOr<id<MTLBuffer>> Mtl(Buffer* buffer) {
+  static StatusOr<MetalBuffer*> Mtl(Buffer* buffer) {
     auto* b = dynamic_cast<MetalBuffer*>(buffer->allocated_buffer());
     if (!b) return InvalidArgumentError("Metal: a buffer of another driver");
-    return b->mtl();
+    return b;
   }
   // A Shared buffer (+1) of `n` bytes; the command buffer keeps it alive.
   StatusOr<id<MTLBuffer>> Staging(DeviceSize n) {
@@ -397,17 +444,35 @@ class MetalDevice final : public Device {
     }
     @autoreleasepool {
       for (id<MTLCommandQueue> q : queues_) [q release];
+      [listener_ release];
       [device_ release];
     }
   }
 
   // Called when a host wait of `op` is reached (OK) or failed.
+  // The first failure decides: the other host waits are cancelled.
   void HostWaitDone(MetalOp* op, const Status& status) {
+    bool first_failure = false;
     if (!status.ok()) {
       std::lock_guard<std::mutex> lock(op->mutex);
-      if (op->failure.ok()) op->failure = status;
+      if (op->failure.ok()) {
+        op->failure = status;
+        first_failure = true;
+      }
     }
+    if (first_failure) CancelHostWaits(op);
     if (op->open.fetch_sub(1) == 1) Release(op);
+  }
+  // The caller holds a count of `op`, so it cannot end here.
+  static void CancelHostWaits(MetalOp* op) {
+    std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> points;
+    {
+      std::lock_guard<std::mutex> lock(op->mutex);
+      points = op->timepoints;
+    }
+    for (auto& [semaphore, id] : points) {
+      if (semaphore->CancelTimepoint(id)) op->open.fetch_sub(1);
+    }
   }
 
  protected:
@@ -495,7 +560,8 @@ class MetalDevice final : public Device {
  private:
   MetalDevice(DeviceInfo info, Ref<Allocator> allocator, id<MTLDevice> device)
       : Device(std::move(info), std::move(allocator)),
-        device_([device retain]) {
+        device_([device retain]),
+        listener_([[MTLSharedEventListener alloc] init]) {
     for (int i = 0; i < queue_count(); ++i) {
       queues_.push_back([device_ newCommandQueue]);
     }
@@ -553,6 +619,13 @@ class MetalDevice final : public Device {
         raw->timepoints.emplace_back(Ref<Semaphore>(w.semaphore), id);
       }
     }
+    bool failed;
+    {
+      std::lock_guard<std::mutex> lock(raw->mutex);
+      failed = !raw->failure.ok();
+    }
+    // A wait failed while the others were being registered.
+    if (failed) CancelHostWaits(raw);
     HostWaitDone(raw, OkStatus());  // the submission's own count
     return OkStatus();
   }
@@ -580,6 +653,38 @@ class MetalDevice final : public Device {
       // in-order Metal queue). `op` may be gone once committed.
       std::vector<utils::RetainedPoint> signals = op->signals;
       id<MTLCommandBuffer> cb = op->cb;
+      // The payload of a semaphore follows its event: a listener signals
+      // it when the command buffer's encoded signal raised the event (the
+      // listener blocks and completion handlers run in order on one
+      // thread, so a chain across queues signals in order), unless a wait
+      // the command buffer encoded had failed.
+      auto waits = std::make_shared<std::vector<utils::RetainedPoint>>(
+          op->device_waits);
+      for (auto& [semaphore, value] : signals) {
+        MetalSemaphore* m = AsMetal(semaphore.get());
+        if (!m) continue;
+        std::shared_ptr<SemaphoreToken> token = m->token();
+        const uint64_t v = value;
+        [m->event() notifyListener:listener_
+                           atValue:v
+                             block:^(id<MTLSharedEvent>, uint64_t) {
+                               Status status;
+                               for (auto& [w, wv] : *waits) {
+                                 Status f;
+                                 if (utils::CheckWait(*w, wv, &f) ==
+                                     utils::WaitState::kFailed) {
+                                   status = f;
+                                   break;
+                                 }
+                               }
+                               std::lock_guard<std::recursive_mutex> lock(
+                                   token->mutex);
+                               if (token->semaphore) {
+                                 utils::CompleteSignal(*token->semaphore, v,
+                                                       status);
+                               }
+                             }];
+      }
       [cb addCompletedHandler:^(id<MTLCommandBuffer> done) {
         Completed(op, done);
       }];
@@ -593,20 +698,19 @@ class MetalDevice final : public Device {
     }
   }
 
+  // The signals of Metal semaphores were ended by their listeners when the
+  // command buffer succeeded (they ran before this handler); a failed
+  // command buffer raised no event, so its signals fail here.
   void Completed(MetalOp* op, id<MTLCommandBuffer> cb) {
-    Status status;
-    if ([cb status] == MTLCommandBufferStatusError) {
-      status = DataLossError("Metal: the command buffer failed on the device");
-    }
-    for (auto& [semaphore, value] : op->device_waits) {
-      Status failure;
-      if (status.ok() &&
-          utils::CheckWait(*semaphore, value, &failure) ==
-              utils::WaitState::kFailed) {
-        status = failure;
+    const bool failed = [cb status] == MTLCommandBufferStatusError;
+    const Status status =
+        failed ? DataLossError("Metal: the command buffer failed on the device")
+               : OkStatus();
+    for (auto& [semaphore, value] : op->signals) {
+      if (failed || !AsMetal(semaphore.get())) {
+        utils::CompleteSignal(*semaphore, value, status);
       }
     }
-    utils::CompleteSignals(op->signals, status);
     Finish(op);
   }
 
@@ -617,6 +721,7 @@ class MetalDevice final : public Device {
   }
 
   id<MTLDevice> device_;                  // retained
+  MTLSharedEventListener* listener_;      // retained
   std::vector<id<MTLCommandQueue>> queues_;  // retained
   std::mutex mutex_;
   std::condition_variable idle_cv_;

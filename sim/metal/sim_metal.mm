@@ -115,11 +115,13 @@ std::deque<HalSimMTLObject*>& Zombies() {
 @class HalSimMTLCommandBuffer;
 
 namespace {
+// MTLBuffers start on a page (4 KiB on Intel Macs, 16 KiB on Apple silicon).
+constexpr size_t kBufferAlignment = 4096;
 engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   engine::MemoryKind kind = mode == MTLStorageModePrivate
                                 ? engine::MemoryKind::kDevice
                                 : engine::MemoryKind::kManaged;
-  return E().Allocate(n, kind, 256, out);
+  return E().Allocate(n, kind, kBufferAlignment, out);
 }
 }  // namespace
 
@@ -443,8 +445,12 @@ struct CommandBufferState {
   engine::Op op;
   op.name = "mtl.signal_event";
   op.zero_time = true;
-  // Through the event, so that its listeners hear of it.
-  op.run = [e, value] { [e simRaiseTo:value]; };
+  // Through the event, so that its listeners hear of it. A command buffer
+  // that failed stops there: its later signals never happen.
+  engine::Domain* domain = state_->domain.get();
+  op.run = [e, value, domain] {
+    if (!domain->failed()) [e simRaiseTo:value];
+  };
   [self simAddOp:std::move(op) retaining:event also:nil];
 }
 - (void)addCompletedHandler:(MTLCommandBufferHandler)block {

@@ -1,6 +1,7 @@
 // The simulated Metal framework's shared state: the engine, rule reports,
 // object accounting and the callback thread (sim_metal_internal.h).
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -34,7 +35,13 @@ Accounting& Acct() {
   return *a;
 }
 
+void DrainCallbacks();
+
 void ReportAtExit() {
+  // Objects are released at the end of completion handlers: let the ones
+  // already posted finish, so that a command buffer whose last handler is
+  // still returning is not counted as leaked.
+  DrainCallbacks();
   std::string list;
   int64_t total = 0;
   {
@@ -64,7 +71,13 @@ class CallbackThread {
       std::thread([this] { Main(); }).detach();
     }
     queue_.push_back(std::move(fn));
-    cv_.notify_one();
+    ++pending_;
+    cv_.notify_all();
+  }
+  // Waits (at most `timeout`) until every posted callback has returned.
+  void Drain(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, timeout, [&] { return pending_ == 0; });
   }
 
  private:
@@ -77,15 +90,28 @@ class CallbackThread {
         fn = std::move(queue_.front());
         queue_.pop_front();
       }
-      engine::Engine::HostCall call(E());
-      fn();
+      {
+        engine::Engine::HostCall call(E());
+        fn();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      --pending_;
+      cv_.notify_all();
     }
   }
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool started_ = false;
+  int pending_ = 0;  // posted and not yet returned
 };
+
+CallbackThread& Callbacks() {
+  static CallbackThread* thread = new CallbackThread();
+  return *thread;
+}
+
+void DrainCallbacks() { Callbacks().Drain(std::chrono::seconds(5)); }
 
 }  // namespace
 
@@ -147,8 +173,7 @@ void CountFree(const char* class_name) {
 }
 
 void RunOnCallbackThread(std::function<void()> fn) {
-  static CallbackThread* thread = new CallbackThread();
-  thread->Post(std::move(fn));
+  Callbacks().Post(std::move(fn));
 }
 
 }  // namespace hal::sim::metal
