@@ -23,6 +23,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <functional>
+#include <thread>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -55,22 +58,79 @@ class MetalAllocator;
 
 class MetalBuffer final : public Buffer {
  public:
-  // The HAL buffer is `buffer` from byte `offset` on (an offset only for
-  // an alignment above the page that every MTLBuffer starts on).
-  MetalBuffer(const Params& params, id<MTLBuffer> buffer, DeviceSize offset)
-      : Buffer(params), buffer_([buffer retain]), offset_(offset) {}
-  id<MTLBuffer> mtl() const { return buffer_; }
-  DeviceSize offset() const { return offset_; }
+  // A buffer without memory yet (Commit makes its MTLBuffer).
+  MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment)
+      : Buffer(params), device_([device retain]), alignment_(alignment) {}
+
+  // Makes the MTLBuffer: Shared storage for host-visible memory, Private
+  // for device-only memory. Above a page (where every MTLBuffer starts), the
+  // host address tells where the aligned start is; a Private buffer has
+  // none (its GPU address is not declared here), so it stays page aligned
+  // (docs/drivers/metal.md). Does nothing when committed already.
+  Status Commit() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (buffer_) return OkStatus();
+    const bool host_visible = AllOf(memory_type(), MemoryType::kHostVisible);
+    const MTLResourceOptions options = host_visible
+                                           ? MTLResourceStorageModeShared
+                                           : MTLResourceStorageModePrivate;
+    const DeviceSize pad =
+        host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
+    @autoreleasepool {
+      buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad)
+                                     options:options];
+    }
+    if (!buffer_) {
+      return ResourceExhaustedError(
+          "Metal: newBufferWithLength:%llu options:%lu returned nil",
+          (unsigned long long)(byte_length() + pad), (unsigned long)options);
+    }
+    if (pad) {
+      const auto base = reinterpret_cast<uintptr_t>([buffer_ contents]);
+      offset_ = (alignment_ - base % alignment_) % alignment_;
+    }
+    allocator()->RecordAllocate(memory_type(), byte_length());
+    return OkStatus();
+  }
+  // The MTLBuffer (autoreleased: call inside @autoreleasepool), or nil
+  // before the commit and after a queue_dealloca released it.
+  id<MTLBuffer> mtl() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return [[buffer_ retain] autorelease];
+  }
+  DeviceSize offset() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return offset_;
+  }
+  // queue_dealloca: releases the MTLBuffer (command buffers that use it
+  // keep it until they complete, as Metal does).
+  void Decommit() {
+    id<MTLBuffer> buffer;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      buffer = buffer_;
+      buffer_ = nil;
+    }
+    if (!buffer) return;
+    allocator()->RecordFree(memory_type(), byte_length());
+    @autoreleasepool {
+      [buffer release];
+    }
+  }
 
  protected:
   ~MetalBuffer() override {
-    allocator()->RecordFree(memory_type(), byte_length());
-    @autoreleasepool {
-      [buffer_ release];
-    }
+    Decommit();
+    [device_ release];
   }
   StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
                              MemoryAccess access) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!buffer_) {
+      return FailedPreconditionError(
+          "Metal: the buffer has no memory (not committed, or released by a "
+          "queue_dealloca)");
+    }
     void* p = [buffer_ contents];
     if (!p && byte_length() != 0) {
       return FailedPreconditionError(
@@ -86,14 +146,27 @@ class MetalBuffer final : public Buffer {
   Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
 
  private:
-  id<MTLBuffer> buffer_;  // retained
-  DeviceSize offset_;
+  id<MTLDevice> device_;  // retained
+  const DeviceSize alignment_;
+  mutable std::mutex mutex_;
+  id<MTLBuffer> buffer_ = nil;  // retained; nil before Commit, after Decommit
+  DeviceSize offset_ = 0;
 };
 
 class MetalAllocator final : public Allocator {
  public:
   explicit MetalAllocator(id<MTLDevice> device) : device_([device retain]) {}
   ~MetalAllocator() override { [device_ release]; }
+
+  // A buffer in the kReserved state, without memory (queue_alloca).
+  StatusOr<Ref<Buffer>> Reserve(const BufferParams& params, DeviceSize size) {
+    HAL_RETURN_IF_ERROR(CheckAllocationSize(
+        params, size, [device_ recommendedMaxWorkingSetSize],
+        /*host_backed=*/false));
+    Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
+    return Ref<Buffer>::Adopt(
+        new MetalBuffer(p, device_, params.min_alignment));
+  }
 
  protected:
   BufferCompatibility QueryCompatibilityImpl(
@@ -118,40 +191,10 @@ class MetalAllocator final : public Allocator {
   }
   StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
                                            DeviceSize size) override {
-    HAL_RETURN_IF_ERROR(CheckAllocationSize(
-        params, size, [device_ recommendedMaxWorkingSetSize],
-        /*host_backed=*/false));
-    const MTLResourceOptions options =
-        AllOf(params.type, MemoryType::kHostVisible)
-            ? MTLResourceStorageModeShared
-            : MTLResourceStorageModePrivate;
-    const bool host_visible = AllOf(params.type, MemoryType::kHostVisible);
-    // Above a page, the host address tells where the aligned start is; a
-    // Private buffer has none (its GPU address is not declared here), so it
-    // stays page aligned (docs/drivers/metal.md).
-    const DeviceSize pad =
-        host_visible && params.min_alignment > kPageAlignment
-            ? params.min_alignment
-            : 0;
-    id<MTLBuffer> buffer = [device_ newBufferWithLength:(NSUInteger)(size + pad)
-                                                options:options];
-    if (!buffer) {
-      return ResourceExhaustedError(
-          "Metal: newBufferWithLength:%llu options:%lu returned nil",
-          (unsigned long long)size, (unsigned long)options);
-    }
-    Buffer::Params p = MakeBufferParams(params, size, BufferState::kLive);
-    DeviceSize offset = 0;
-    if (pad) {
-      const auto base = reinterpret_cast<uintptr_t>([buffer contents]);
-      offset = (params.min_alignment - base % params.min_alignment) %
-               params.min_alignment;
-    }
-    Ref<Buffer> result =
-        Ref<Buffer>::Adopt(new MetalBuffer(p, buffer, offset));
-    [buffer release];  // the MetalBuffer holds its own reference
-    RecordAllocate(params.type, size);
-    return result;
+    HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer, Reserve(params, size));
+    HAL_RETURN_IF_ERROR(static_cast<MetalBuffer*>(buffer.get())->Commit());
+    buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
+    return buffer;
   }
   StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams&, void*,
                                                  DeviceSize,
@@ -314,6 +357,11 @@ class Encoder {
   static StatusOr<MetalBuffer*> Mtl(Buffer* buffer) {
     auto* b = dynamic_cast<MetalBuffer*>(buffer->allocated_buffer());
     if (!b) return InvalidArgumentError("Metal: a buffer of another driver");
+    if (!b->mtl()) {
+      return FailedPreconditionError(
+          "Metal: the buffer has no memory: not committed (order the use "
+          "after its queue_alloca) or released by a queue_dealloca");
+    }
     return b;
   }
   // A Shared buffer (+1) of `n` bytes; the command buffer keeps it alive.
@@ -378,6 +426,20 @@ class MetalDevice;
 // One queue operation from submission to its signals.
 struct MetalOp {
   MetalDevice* device;
+  int queue = 0;
+  // Signals ended on the host after `on_done` (queue_alloca, dealloca and
+  // host calls), not encoded into the command buffer.
+  bool host_signals = false;
+  // Runs when the operation ends (OK, or the failure it ended with),
+  // before its host signals.
+  // Its error fails the host signals.
+  std::function<Status(const Status&)> on_done;
+  // A host call: runs on the queue's host-call thread after the waits.
+  HostCallFn host_fn;
+  // The work, encoded when the operation is committed: at submission when
+  // no wait is held on the host, else once the last one is reached (a
+  // buffer of a queue_alloca the operation waits for exists only then).
+  std::function<Status(Encoder&)> encode;
   id<MTLCommandBuffer> cb = nil;  // retained until committed
   std::vector<utils::RetainedPoint> device_waits, signals;
   std::vector<std::pair<Ref<Semaphore>, Semaphore::TimepointId>> timepoints;
@@ -442,6 +504,7 @@ class MetalDevice final : public Device {
       std::unique_lock<std::mutex> lock(mutex_);
       idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
     }
+    workers_.clear();
     @autoreleasepool {
       for (id<MTLCommandQueue> q : queues_) [q release];
       [listener_ release];
@@ -493,18 +556,23 @@ class MetalDevice final : public Device {
     uint32_t p = 0;
     std::memcpy(&p, pattern, pattern_length);
     const DeviceSize off = target->byte_offset() + offset;
-    return Submit(affinity, wait, signal, [&](Encoder& e) {
-      return e.Fill(target, off, length, p, pattern_length);
-    });
+    return Submit(affinity, wait, signal,
+                  [t = Ref<Buffer>(target), off, length, p,
+                   pattern_length](Encoder& e) {
+                    return e.Fill(t.get(), off, length, p, pattern_length);
+                  });
   }
   Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
                          SemaphoreList signal, const void* source,
                          Buffer* target, DeviceSize offset,
                          DeviceSize length) override {
     const DeviceSize off = target->byte_offset() + offset;
-    return Submit(affinity, wait, signal, [&](Encoder& e) {
-      return e.Update(static_cast<const uint8_t*>(source), target, off, length);
-    });
+    const auto* bytes = static_cast<const uint8_t*>(source);
+    return Submit(affinity, wait, signal,
+                  [data = std::vector<uint8_t>(bytes, bytes + length),
+                   t = Ref<Buffer>(target), off, length](Encoder& e) {
+                    return e.Update(data.data(), t.get(), off, length);
+                  });
   }
   Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
                        SemaphoreList signal, Buffer* source,
@@ -512,26 +580,70 @@ class MetalDevice final : public Device {
                        DeviceSize target_offset, DeviceSize length) override {
     const DeviceSize so = source->byte_offset() + source_offset;
     const DeviceSize to = target->byte_offset() + target_offset;
-    return Submit(affinity, wait, signal, [&](Encoder& e) {
-      return e.Copy(source, so, target, to, length);
-    });
+    return Submit(affinity, wait, signal,
+                  [s = Ref<Buffer>(source), t = Ref<Buffer>(target), so, to,
+                   length](Encoder& e) {
+                    return e.Copy(s.get(), so, t.get(), to, length);
+                  });
   }
   Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
                           SemaphoreList signal, CommandBuffer* command_buffer,
                           BindingTable bindings) override {
-    return Submit(affinity, wait, signal, [&](Encoder& e) {
-      return command_buffer ? e.Commands(command_buffer, bindings) : OkStatus();
-    });
+    std::vector<Binding> table(bindings.begin(), bindings.end());
+    std::vector<Ref<Buffer>> keep;
+    for (const Binding& b : table) keep.emplace_back(b.buffer);
+    return Submit(affinity, wait, signal,
+                  [cb = Ref<CommandBuffer>(command_buffer),
+                   table = std::move(table),
+                   keep = std::move(keep)](Encoder& e) {
+                    return cb ? e.Commands(cb.get(), table) : OkStatus();
+                  });
   }
 
-  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity, SemaphoreList,
-                                        SemaphoreList, const BufferParams&,
-                                        DeviceSize) override {
-    return NotWritten("queue_alloca");
+  // The MTLBuffer is made at once (Metal has no deferred allocation); the
+  // buffer is committed (usable) once the waits are reached.
+  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal,
+                                        const BufferParams& params,
+                                        DeviceSize size) override {
+    HAL_ASSIGN_OR_RETURN(
+        Ref<Buffer> buffer,
+        static_cast<MetalAllocator*>(allocator())->Reserve(params, size));
+    auto op = std::make_unique<MetalOp>();
+    op->host_signals = true;
+    op->on_done = [buffer](const Status& status) -> Status {
+      if (!status.ok()) return status;
+      HAL_RETURN_IF_ERROR(static_cast<MetalBuffer*>(buffer.get())->Commit());
+      // A dealloca may already be queued behind it; it keeps its state.
+      buffer->MarkCommitted();
+      return OkStatus();
+    };
+    HAL_RETURN_IF_ERROR(Submit(
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+        std::move(op)));
+    return buffer;
   }
-  Status QueueDeallocaImpl(QueueAffinity, SemaphoreList, SemaphoreList,
-                           Buffer*) override {
-    return NotWritten("queue_dealloca");
+  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal, Buffer* buffer) override {
+    Ref<MetalBuffer> metal(
+        dynamic_cast<MetalBuffer*>(buffer->allocated_buffer()));
+    if (!metal) return InvalidArgumentError("Metal: a buffer of another driver");
+    auto op = std::make_unique<MetalOp>();
+    op->host_signals = true;
+    op->on_done = [metal](const Status& status) {
+      if (status.ok()) {
+        metal->Decommit();
+        metal->MarkFreed();
+      } else {
+        // The dealloca did not happen: the buffer is usable again.
+        metal->CancelDealloca();
+      }
+      return OkStatus();
+    };
+    return Submit(
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+        std::move(op));
   }
   Status QueueReadImpl(QueueAffinity, SemaphoreList, SemaphoreList, File*,
                        uint64_t, Buffer*, DeviceSize, DeviceSize) override {
@@ -541,9 +653,14 @@ class MetalDevice final : public Device {
                         DeviceSize, File*, uint64_t, DeviceSize) override {
     return NotWritten("queue_write");
   }
-  Status QueueHostCallImpl(QueueAffinity, SemaphoreList, SemaphoreList,
-                           HostCallFn) override {
-    return NotWritten("queue_host_call");
+  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal, HostCallFn fn) override {
+    auto op = std::make_unique<MetalOp>();
+    op->host_signals = true;
+    op->host_fn = std::move(fn);
+    return Submit(
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+        std::move(op));
   }
 
   Status WaitIdleImpl(Timeout timeout) override {
@@ -564,6 +681,7 @@ class MetalDevice final : public Device {
         listener_([[MTLSharedEventListener alloc] init]) {
     for (int i = 0; i < queue_count(); ++i) {
       queues_.push_back([device_ newCommandQueue]);
+      workers_.push_back(std::make_unique<HostCallWorker>(this));
     }
   }
 
@@ -574,14 +692,17 @@ class MetalDevice final : public Device {
 
   // Builds the operation's command buffer now (errors: nothing enqueued),
   // and commits it once every wait that cannot be encoded is reached.
-  template <typename EncodeFn>
+  // `encode` owns what it needs (it may run after the call returns).
   Status Submit(QueueAffinity affinity, SemaphoreList wait,
-                SemaphoreList signal, EncodeFn&& encode) {
-    auto op = std::make_unique<MetalOp>();
+                SemaphoreList signal, std::function<Status(Encoder&)> encode,
+                std::unique_ptr<MetalOp> op = nullptr) {
+    if (!op) op = std::make_unique<MetalOp>();
+    op->encode = std::move(encode);
     op->device = this;
+    op->queue = FirstQueue(affinity);
     std::vector<SemaphorePoint> host_waits;
     @autoreleasepool {
-      id<MTLCommandBuffer> cb = [queues_[FirstQueue(affinity)] commandBuffer];
+      id<MTLCommandBuffer> cb = [queues_[op->queue] commandBuffer];
       for (const SemaphorePoint& w : wait) {
         MetalSemaphore* m = AsMetal(w.semaphore);
         if (w.semaphore->Reached(w.value)) continue;
@@ -592,17 +713,17 @@ class MetalDevice final : public Device {
           host_waits.push_back(w);
         }
       }
-      {
-        Encoder encoder(device_, cb);
-        HAL_RETURN_IF_ERROR(encode(encoder));
-      }
-      for (const SemaphorePoint& s : signal) {
-        if (MetalSemaphore* m = AsMetal(s.semaphore)) {
-          [cb encodeSignalEvent:m->event() value:s.value];
-        }
-      }
       utils::RetainPoints(signal, &op->signals);
       op->cb = [cb retain];
+      // Nothing held: encode now, so that an error is returned with
+      // nothing enqueued.
+      if (host_waits.empty()) {
+        Status status = EncodeWork(op.get());
+        if (!status.ok()) {
+          [op->cb release];
+          return status;
+        }
+      }
     }
     MetalOp* raw = op.release();
     {
@@ -630,6 +751,23 @@ class MetalDevice final : public Device {
     return OkStatus();
   }
 
+  // The work and the encoded signals, into op->cb.
+  Status EncodeWork(MetalOp* op) {
+    {
+      Encoder encoder(device_, op->cb);
+      HAL_RETURN_IF_ERROR(op->encode(encoder));
+    }
+    op->encode = nullptr;
+    if (!op->host_signals) {
+      for (auto& [semaphore, value] : op->signals) {
+        if (MetalSemaphore* m = AsMetal(semaphore.get())) {
+          [op->cb encodeSignalEvent:m->event() value:value];
+        }
+      }
+    }
+    return OkStatus();
+  }
+
   // Every host wait is decided: commit, or end without running.
   void Release(MetalOp* op) {
     {
@@ -642,8 +780,10 @@ class MetalDevice final : public Device {
       failure = op->failure;
     }
     @autoreleasepool {
+      if (failure.ok() && op->encode) failure = EncodeWork(op);
       if (!failure.ok()) {
         [op->cb release];  // never committed
+        if (op->on_done) op->on_done(failure).IgnoreError();
         utils::CompleteSignals(op->signals, failure);
         Finish(op);
         return;
@@ -652,6 +792,7 @@ class MetalDevice final : public Device {
       // value that committed work will signal (never one behind it on an
       // in-order Metal queue). `op` may be gone once committed.
       std::vector<utils::RetainedPoint> signals = op->signals;
+      const bool host_signals = op->host_signals;
       id<MTLCommandBuffer> cb = op->cb;
       // The payload of a semaphore follows its event: a listener signals
       // it when the command buffer's encoded signal raised the event (the
@@ -662,7 +803,7 @@ class MetalDevice final : public Device {
           op->device_waits);
       for (auto& [semaphore, value] : signals) {
         MetalSemaphore* m = AsMetal(semaphore.get());
-        if (!m) continue;
+        if (!m || op->host_signals) continue;
         std::shared_ptr<SemaphoreToken> token = m->token();
         const uint64_t v = value;
         [m->event() notifyListener:listener_
@@ -690,10 +831,11 @@ class MetalDevice final : public Device {
       }];
       [cb commit];
       [cb release];
+      // Host signals come later, from the host, and may fail: waits for
+      // them stay on the host, so that a failure stops the work behind.
       for (auto& [semaphore, value] : signals) {
-        if (MetalSemaphore* m = AsMetal(semaphore.get())) {
-          m->NoteCommittedSignal(value);
-        }
+        MetalSemaphore* m = AsMetal(semaphore.get());
+        if (m && !host_signals) m->NoteCommittedSignal(value);
       }
     }
   }
@@ -703,16 +845,77 @@ class MetalDevice final : public Device {
   // command buffer raised no event, so its signals fail here.
   void Completed(MetalOp* op, id<MTLCommandBuffer> cb) {
     const bool failed = [cb status] == MTLCommandBufferStatusError;
-    const Status status =
+    Status status =
         failed ? DataLossError("Metal: the command buffer failed on the device")
                : OkStatus();
+    // A wait released by its semaphore's failure (OnFailed).
+    for (auto& [semaphore, value] : op->device_waits) {
+      Status f;
+      if (status.ok() && utils::CheckWait(*semaphore, value, &f) ==
+                             utils::WaitState::kFailed) {
+        status = f;
+      }
+    }
+    if (op->host_fn && status.ok()) {
+      workers_[op->queue]->Post(op);
+      return;
+    }
+    if (op->on_done) {
+      Status done = op->on_done(status);
+      if (status.ok()) status = done;
+    }
     for (auto& [semaphore, value] : op->signals) {
-      if (failed || !AsMetal(semaphore.get())) {
+      if (op->host_signals || failed || !AsMetal(semaphore.get())) {
         utils::CompleteSignal(*semaphore, value, status);
       }
     }
     Finish(op);
   }
+
+  // Runs the host calls of one queue, in order, on their own thread: a host
+  // call may block on other queues' work, whose completion handlers run on
+  // Metal's thread.
+  class HostCallWorker {
+   public:
+    explicit HostCallWorker(MetalDevice* device)
+        : device_(device), thread_([this] { Main(); }) {}
+    ~HostCallWorker() {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+    void Post(MetalOp* op) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ops_.push_back(op);
+      cv_.notify_all();
+    }
+
+   private:
+    void Main() {
+      for (;;) {
+        MetalOp* op;
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          cv_.wait(lock, [&] { return stop_ || !ops_.empty(); });
+          if (ops_.empty()) return;
+          op = ops_.front();
+          ops_.pop_front();
+        }
+        Status status = op->host_fn();
+        utils::CompleteSignals(op->signals, status);
+        device_->Finish(op);
+      }
+    }
+    MetalDevice* device_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<MetalOp*> ops_;
+    bool stop_ = false;
+    std::thread thread_;
+  };
 
   void Finish(MetalOp* op) {
     delete op;
@@ -727,6 +930,7 @@ class MetalDevice final : public Device {
   std::condition_variable idle_cv_;
   int64_t in_flight_ = 0;
   std::set<MetalOp*> held_;  // waiting for a host wait
+  std::vector<std::unique_ptr<HostCallWorker>> workers_;  // per queue
 };
 
 }  // namespace

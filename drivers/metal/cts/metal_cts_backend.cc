@@ -8,9 +8,9 @@ void RegisterMetalCtsBackend() {
   Backend b;
   b.name = "metal";
   b.default_uri = "metal://?queues=4";
-  // Not yet (docs/drivers/metal.md): files, import, alloca, host calls,
+  // Not yet (docs/drivers/metal.md): files, import,
   // dispatch; device-only memory is Private storage and works.
-  b.tags = {kTagMultiQueue, kTagDeviceOnlyMemory};
+  b.tags = {kTagAlloca, kTagHostCall, kTagMultiQueue, kTagDeviceOnlyMemory};
   RegisterBackend(std::move(b));
 }
 
