@@ -264,6 +264,103 @@ class MetalSemaphore final : public Semaphore {
 MetalSemaphore* AsMetal(Semaphore* s) { return dynamic_cast<MetalSemaphore*>(s); }
 
 // ---------------------------------------------------------------------------
+// Executables: MSL source (the metal-msl format), a MTLLibrary per module
+// and a MTLComputePipelineState per export.
+
+class MetalExecutable final : public Executable {
+ public:
+  MetalExecutable(ExecutableData& data, std::vector<uint32_t> constants)
+      : Executable(data.format, std::move(data.functions),
+                   std::move(constants)) {}
+  // One per export, in export order.
+  std::vector<id<MTLComputePipelineState>> pipelines;  // retained
+
+ protected:
+  ~MetalExecutable() override {
+    @autoreleasepool {
+      for (id p : pipelines) [p release];
+    }
+  }
+};
+
+class MetalExecutableCache final : public ExecutableCache {
+ public:
+  explicit MetalExecutableCache(id<MTLDevice> device)
+      : device_([device retain]) {}
+
+ protected:
+  ~MetalExecutableCache() override { [device_ release]; }
+  bool CanPrepareFormatImpl(ExecutableFormat format) const override {
+    return format == ExecutableFormat::kMetalMsl;
+  }
+  StatusOr<Ref<Executable>> PrepareImpl(
+      ExecutableData data, std::vector<uint32_t> constants) override {
+    if (!constants.empty()) {
+      return UnimplementedError(
+          "Metal: specialization constants (MSL function constants) are not "
+          "written yet");
+    }
+    @autoreleasepool {
+      std::vector<id<MTLLibrary>> libraries;
+      auto release_all = [&] {
+        for (id l : libraries) [l release];
+      };
+      for (size_t i = 0; i < data.modules.size(); ++i) {
+        const std::vector<uint8_t>& code = data.modules[i].code;
+        NSString* source =
+            [[[NSString alloc] initWithBytes:code.data()
+                                      length:code.size()
+                                    encoding:NSUTF8StringEncoding] autorelease];
+        NSError* error = nil;
+        id<MTLLibrary> library =
+            source ? [device_ newLibraryWithSource:source
+                                           options:nil
+                                             error:&error]
+                   : nil;
+        if (!library) {
+          release_all();
+          return InvalidArgumentError(
+              "Metal: newLibraryWithSource: rejected module %zu: %s", i,
+              error ? [[error localizedDescription] UTF8String]
+                    : "not UTF-8 text");
+        }
+        libraries.push_back(library);
+      }
+      Ref<MetalExecutable> executable = Ref<MetalExecutable>::Adopt(
+          new MetalExecutable(data, std::move(constants)));
+      for (const FunctionInfo& f : executable->functions()) {
+        id<MTLFunction> function = [libraries[f.module_ordinal]
+            newFunctionWithName:[NSString
+                                    stringWithUTF8String:f.name.c_str()]];
+        if (!function) {
+          release_all();
+          return InvalidArgumentError(
+              "Metal: module %u has no kernel '%s'", f.module_ordinal,
+              f.name.c_str());
+        }
+        NSError* error = nil;
+        id<MTLComputePipelineState> pipeline =
+            [device_ newComputePipelineStateWithFunction:function error:&error];
+        [function release];
+        if (!pipeline) {
+          release_all();
+          return InvalidArgumentError(
+              "Metal: newComputePipelineStateWithFunction: failed for '%s': %s",
+              f.name.c_str(),
+              error ? [[error localizedDescription] UTF8String] : "");
+        }
+        executable->pipelines.push_back(pipeline);
+      }
+      release_all();
+      return Ref<Executable>(std::move(executable));
+    }
+  }
+
+ private:
+  id<MTLDevice> device_;  // retained
+};
+
+// ---------------------------------------------------------------------------
 // Encoding the work of one queue operation.
 
 class Encoder {
@@ -274,11 +371,20 @@ class Encoder {
 
   void End() {
     if (blit_) [blit_ endEncoding];
+    if (compute_) [compute_ endEncoding];
     blit_ = nil;
+    compute_ = nil;
   }
+  // One encoder is active at a time: switching kinds ends the other.
   id<MTLBlitCommandEncoder> Blit() {
+    if (compute_) End();
     if (!blit_) blit_ = [cb_ blitCommandEncoder];
     return blit_;
+  }
+  id<MTLComputeCommandEncoder> Compute() {
+    if (blit_) End();
+    if (!compute_) compute_ = [cb_ computeCommandEncoder];
+    return compute_;
   }
 
   Status Fill(Buffer* target, DeviceSize offset, DeviceSize length,
@@ -408,14 +514,61 @@ class Encoder {
                                             "copy target"));
     return Copy(s.buffer, s.offset, t.buffer, t.offset, c.length);
   }
-  Status Encode(const cmd::Dispatch&, BindingTable) {
-    return UnimplementedError(
-        "Metal: dispatch is not written yet (docs/drivers/metal.md)");
+  // Binding i is buffer index i, the constants are bytes at index 30 (the
+  // MSL macro layer of hal/cts/kernels/hal_kernel.h); the threadgroup size
+  // is the export's workgroup size.
+  Status Encode(const cmd::Dispatch& c, BindingTable table) {
+    auto* executable = dynamic_cast<MetalExecutable*>(c.executable);
+    if (!executable) {
+      return InvalidArgumentError("Metal: an executable of another driver");
+    }
+    const FunctionInfo& f = executable->functions()[c.entry_point];
+    if (!c.indirect && (c.workgroup_count[0] == 0 ||
+                        c.workgroup_count[1] == 0 ||
+                        c.workgroup_count[2] == 0)) {
+      return OkStatus();
+    }
+    id<MTLComputeCommandEncoder> e = Compute();
+    [e setComputePipelineState:executable->pipelines[c.entry_point]];
+    for (size_t i = 0; i < c.bindings.size(); ++i) {
+      HAL_ASSIGN_OR_RETURN(
+          ResolvedRef r, utils::ResolveBufferRef(c.bindings[i], table,
+                                                 c.bindings[i].length,
+                                                 "dispatch binding"));
+      HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
+      [e setBuffer:b->mtl() offset:b->offset() + r.offset atIndex:i];
+    }
+    if (!c.constants.empty()) {
+      [e setBytes:c.constants.data()
+            length:c.constants.size() * sizeof(uint32_t)
+           atIndex:30];
+    }
+    const MTLSize threads =
+        MTLSizeMake(f.workgroup_size[0], f.workgroup_size[1],
+                    f.workgroup_size[2]);
+    if (c.indirect) {
+      HAL_ASSIGN_OR_RETURN(
+          ResolvedRef r,
+          utils::ResolveBufferRef(*c.indirect_workgroup_count, table,
+                                  kIndirectWorkgroupCountSize,
+                                  "indirect workgroup count"));
+      HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
+      [e dispatchThreadgroupsWithIndirectBuffer:b->mtl()
+                           indirectBufferOffset:b->offset() + r.offset
+                          threadsPerThreadgroup:threads];
+    } else {
+      [e dispatchThreadgroups:MTLSizeMake(c.workgroup_count[0],
+                                          c.workgroup_count[1],
+                                          c.workgroup_count[2])
+          threadsPerThreadgroup:threads];
+    }
+    return OkStatus();
   }
 
   id<MTLDevice> device_;
   id<MTLCommandBuffer> cb_;
-  id<MTLBlitCommandEncoder> blit_ = nil;  // autoreleased
+  id<MTLBlitCommandEncoder> blit_ = nil;        // autoreleased
+  id<MTLComputeCommandEncoder> compute_ = nil;  // autoreleased
 };
 
 // ---------------------------------------------------------------------------
@@ -547,6 +700,10 @@ class MetalDevice final : public Device {
       [event release];
       return s;
     }
+  }
+
+  StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override {
+    return Ref<ExecutableCache>::Adopt(new MetalExecutableCache(device_));
   }
 
   Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/engine_kernels.h"
 #include "sim/metal/sim_metal_internal.h"
 
 using namespace hal::sim::metal;  // NOLINT
@@ -260,6 +261,105 @@ struct PendingNotify {
 @end
 
 // ---------------------------------------------------------------------------
+// Libraries, functions and pipelines. MSL is not compiled here: each
+// `kernel void NAME(` of the source runs as the native (sim-format) build of
+// the same test kernel (build/<preset>/kernels/modules/*.sim.so, or
+// HALSIM_KERNEL_DIR), found by NAME. A kernel without a native build is a
+// library error, as a compile error would be.
+
+namespace {
+engine::KernelLibrary& Kernels() {
+  static engine::KernelLibrary* kernels = [] {
+    std::string dir;
+    const char* env = std::getenv("HALSIM_METAL_KERNEL_DIR");
+    if (!env) env = std::getenv("HALSIM_KERNEL_DIR");
+    if (env && *env) {
+      dir = env;
+    } else {
+#ifdef HALSIM_METAL_KERNEL_MODULES_DIR
+      dir = HALSIM_METAL_KERNEL_MODULES_DIR;
+#endif
+    }
+    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_metal");
+  }();
+  return *kernels;
+}
+
+NSError* MakeError(NSString* domain, const std::string& text) {
+  NSString* message = [NSString stringWithUTF8String:text.c_str()];
+  return [NSError
+      errorWithDomain:domain
+                 code:1
+             userInfo:[NSDictionary
+                          dictionaryWithObject:message
+                                        forKey:NSLocalizedDescriptionKey]];
+}
+}  // namespace
+
+@interface HalSimMTLFunction : HalSimMTLObject <MTLFunction> {
+ @public
+  engine::Kernel* kernel_;
+}
+@end
+
+@implementation HalSimMTLFunction
+- (NSString*)name {
+  return [NSString stringWithUTF8String:kernel_->name.c_str()];
+}
+- (void)simTeardown {
+  delete kernel_;
+}
+@end
+
+@interface HalSimMTLLibrary : HalSimMTLObject <MTLLibrary> {
+ @public
+  std::vector<engine::Kernel>* kernels_;
+}
+@end
+
+@implementation HalSimMTLLibrary
+- (NSArray<NSString*>*)functionNames {
+  NSMutableArray* names = [NSMutableArray array];
+  for (const engine::Kernel& k : *kernels_) {
+    [names addObject:[NSString stringWithUTF8String:k.name.c_str()]];
+  }
+  return names;
+}
+- (id<MTLFunction>)newFunctionWithName:(NSString*)name {
+  const char* want = [name UTF8String];
+  for (const engine::Kernel& k : *kernels_) {
+    if (k.name == want) {
+      HalSimMTLFunction* f = [[HalSimMTLFunction alloc] init];
+      f->kernel_ = new engine::Kernel(k);
+      return f;
+    }
+  }
+  return nil;
+}
+- (void)simTeardown {
+  delete kernels_;
+}
+@end
+
+@interface HalSimMTLPipeline : HalSimMTLObject <MTLComputePipelineState> {
+ @public
+  engine::Kernel* kernel_;
+}
+@end
+
+@implementation HalSimMTLPipeline
+- (NSUInteger)maxTotalThreadsPerThreadgroup {
+  return 1024;
+}
+- (NSUInteger)threadExecutionWidth {
+  return 32;
+}
+- (void)simTeardown {
+  delete kernel_;
+}
+@end
+
+// ---------------------------------------------------------------------------
 // Command buffers and encoders.
 
 namespace {
@@ -290,6 +390,7 @@ struct CommandBufferState {
 - (BOOL)simCanEncode:(const char*)what;
 - (void)simEncoderEnded:(id)encoder;
 - (void)simAddOp:(engine::Op)op retaining:(id)resource also:(id)other;
+- (void)simRetain:(id)resource;
 @end
 
 @interface HalSimMTLBlitEncoder : HalSimMTLObject <MTLBlitCommandEncoder> {
@@ -376,6 +477,182 @@ struct CommandBufferState {
 }
 @end
 
+@interface HalSimMTLComputeEncoder : HalSimMTLObject <MTLComputeCommandEncoder> {
+ @public
+  HalSimMTLCommandBuffer* buffer_;  // retained
+  BOOL ended_;
+  HalSimMTLPipeline* pipeline_;  // retained
+  HalSimMTLBuffer* buffers_[31];  // retained
+  NSUInteger offsets_[31];
+  std::vector<uint32_t>* bytes_;  // setBytes at index 30 (the constants)
+}
+@end
+
+@implementation HalSimMTLComputeEncoder
+- (BOOL)simLive:(const char*)what {
+  if (ended_) {
+    Violation("%s on a compute encoder after endEncoding", what);
+    return NO;
+  }
+  return YES;
+}
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state {
+  if (![self simLive:"setComputePipelineState:"]) return;
+  [state retain];
+  [pipeline_ release];
+  pipeline_ = (HalSimMTLPipeline*)state;
+}
+- (void)setBuffer:(id<MTLBuffer>)buffer
+           offset:(NSUInteger)offset
+          atIndex:(NSUInteger)index {
+  if (![self simLive:"setBuffer:offset:atIndex:"]) return;
+  if (index >= 31) {
+    Violation("setBuffer: index %lu is past the 31 buffer slots",
+              (unsigned long)index);
+    return;
+  }
+  [buffer retain];
+  [buffers_[index] release];
+  buffers_[index] = (HalSimMTLBuffer*)buffer;
+  offsets_[index] = offset;
+}
+- (void)setBytes:(const void*)bytes
+          length:(NSUInteger)length
+         atIndex:(NSUInteger)index {
+  if (![self simLive:"setBytes:length:atIndex:"]) return;
+  if (index != 30 || length % 4 != 0 || length > 4096) {
+    Violation("setBytes: %lu bytes at index %lu (the simulated kernels take "
+              "their constants as uints at index 30; at most 4 KiB)",
+              (unsigned long)length, (unsigned long)index);
+    return;
+  }
+  const auto* words = static_cast<const uint32_t*>(bytes);
+  bytes_->assign(words, words + length / 4);
+}
+// The checks and the arguments of one dispatch; false when it cannot run.
+- (BOOL)simPrepare:(MTLSize)threads
+          pointers:(std::vector<uintptr_t>*)pointers
+         constants:(std::vector<uint32_t>*)constants {
+  if (!pipeline_) {
+    Violation("a dispatch with no compute pipeline state set");
+    return NO;
+  }
+  const engine::Kernel* k = pipeline_->kernel_;
+  const hal_sim_kernel_info* info = k->info;
+  if (threads.width != info->workgroup_size[0] ||
+      threads.height != info->workgroup_size[1] ||
+      threads.depth != info->workgroup_size[2]) {
+    Violation("dispatch of '%s' with threadsPerThreadgroup %lux%lux%lu; the "
+              "kernel was built for %ux%ux%u",
+              k->name.c_str(), (unsigned long)threads.width,
+              (unsigned long)threads.height, (unsigned long)threads.depth,
+              info->workgroup_size[0], info->workgroup_size[1],
+              info->workgroup_size[2]);
+    return NO;
+  }
+  for (uint32_t i = 0; i < info->binding_count; ++i) {
+    HalSimMTLBuffer* b = buffers_[i];
+    if (!b || offsets_[i] > b->length_) {
+      Violation("dispatch of '%s': buffer %u is %s", k->name.c_str(), i,
+                b ? "set past its end" : "not set");
+      return NO;
+    }
+    pointers->push_back(reinterpret_cast<uintptr_t>(b->base_) + offsets_[i]);
+  }
+  if (bytes_->size() < info->constant_count) {
+    Violation("dispatch of '%s': %zu constants set at index 30, the kernel "
+              "reads %u",
+              k->name.c_str(), bytes_->size(), info->constant_count);
+    return NO;
+  }
+  constants->assign(bytes_->begin(), bytes_->begin() + info->constant_count);
+  return YES;
+}
+- (void)dispatchThreadgroups:(MTLSize)groups
+       threadsPerThreadgroup:(MTLSize)threads {
+  if (![self simLive:"dispatchThreadgroups:"]) return;
+  std::vector<uintptr_t> pointers;
+  std::vector<uint32_t> constants;
+  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+    buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
+    return;
+  }
+  const uint32_t grid[3] = {(uint32_t)groups.width, (uint32_t)groups.height,
+                            (uint32_t)groups.depth};
+  engine::Op op;
+  op.name = "mtl.dispatch";
+  op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_,
+                          grid, std::move(pointers), std::move(constants));
+  [self simAdd:std::move(op)];
+}
+- (void)dispatchThreadgroupsWithIndirectBuffer:(id<MTLBuffer>)indirect
+                          indirectBufferOffset:(NSUInteger)offset
+                         threadsPerThreadgroup:(MTLSize)threads {
+  if (![self simLive:"dispatchThreadgroupsWithIndirectBuffer:"]) return;
+  auto* ib = (HalSimMTLBuffer*)indirect;
+  std::vector<uintptr_t> pointers;
+  std::vector<uint32_t> constants;
+  if (!ib || offset % 4 != 0 || offset > ib->length_ ||
+      ib->length_ - offset < 12) {
+    Violation("dispatchThreadgroupsWithIndirectBuffer: 12 bytes at offset "
+              "%lu of a %lu-byte buffer (4-byte aligned)",
+              (unsigned long)offset, (unsigned long)(ib ? ib->length_ : 0));
+    buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
+    return;
+  }
+  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+    buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
+    return;
+  }
+  engine::Op op;
+  op.name = "mtl.dispatch_indirect";
+  engine::Domain* domain = buffer_->state_->domain.get();
+  const engine::Kernel* kernel = pipeline_->kernel_;
+  const uint8_t* counts = ib->base_ + offset;
+  op.run = [domain, kernel, counts, pointers = std::move(pointers),
+            constants = std::move(constants)] {
+    uint32_t grid[3];
+    std::memcpy(grid, counts, sizeof(grid));
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
+    E().KernelWork(domain, kernel, grid, pointers, constants)();
+  };
+  [buffer_ simAddOp:std::move(op) retaining:indirect also:nil];
+  [self simRetainBindings];
+}
+- (void)simAdd:(engine::Op)op {
+  [buffer_ simAddOp:std::move(op) retaining:nil also:nil];
+  [self simRetainBindings];
+}
+// The command buffer keeps the pipeline and the bound buffers until it
+// completes (their memory is read when the dispatch runs).
+- (void)simRetainBindings {
+  [buffer_ simRetain:pipeline_];
+  for (uint32_t i = 0; i < pipeline_->kernel_->info->binding_count; ++i) {
+    [buffer_ simRetain:buffers_[i]];
+  }
+}
+- (void)memoryBarrierWithScope:(MTLBarrierScope)scope {
+  // Dispatches of one encoder run in order here (the default serial
+  // dispatch type); nothing to do.
+  [self simLive:"memoryBarrierWithScope:"];
+}
+- (void)endEncoding {
+  if (![self simLive:"endEncoding"]) return;
+  ended_ = YES;
+  [buffer_ simEncoderEnded:self];
+}
+- (void)simTeardown {
+  if (!ended_) {
+    Violation("a compute encoder was released without endEncoding");
+    [buffer_ simEncoderEnded:self];
+  }
+  for (HalSimMTLBuffer* b : buffers_) [b release];
+  [pipeline_ release];
+  delete bytes_;
+  [buffer_ release];
+}
+@end
+
 @implementation HalSimMTLCommandBuffer
 - (MTLCommandBufferStatus)status {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -415,6 +692,11 @@ struct CommandBufferState {
   if (other) state_->resources.push_back([other retain]);
   state_->ops.push_back(std::move(op));
 }
+- (void)simRetain:(id)resource {
+  if (!resource) return;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->resources.push_back([resource retain]);
+}
 - (id<MTLBlitCommandEncoder>)blitCommandEncoder {
   if (![self simCanEncode:"blitCommandEncoder"]) return nil;
   HalSimMTLBlitEncoder* encoder = [[HalSimMTLBlitEncoder alloc] init];
@@ -426,9 +708,15 @@ struct CommandBufferState {
   return [encoder autorelease];
 }
 - (id<MTLComputeCommandEncoder>)computeCommandEncoder {
-  // Compute is not simulated yet (phase 1: no dispatch).
-  Violation("computeCommandEncoder: compute is not simulated yet");
-  return nil;
+  if (![self simCanEncode:"computeCommandEncoder"]) return nil;
+  HalSimMTLComputeEncoder* encoder = [[HalSimMTLComputeEncoder alloc] init];
+  encoder->buffer_ = [self retain];
+  encoder->bytes_ = new std::vector<uint32_t>();
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->active_encoder = encoder;
+  }
+  return [encoder autorelease];
 }
 - (void)encodeWaitForEvent:(id<MTLEvent>)event value:(uint64_t)value {
   if (![self simCanEncode:"encodeWaitForEvent:value:"]) return;
@@ -598,22 +886,46 @@ struct CommandBufferState {
 - (id<MTLLibrary>)newLibraryWithSource:(NSString*)source
                                options:(id)options
                                  error:(NSError**)error {
-  if (error) {
-    *error = [NSError
-        errorWithDomain:@"MTLLibraryErrorDomain"
-                   code:1
-               userInfo:[NSDictionary
-                            dictionaryWithObject:@"halsim_metal: MSL "
-                                                 @"libraries are not "
-                                                 @"simulated yet"
-                                          forKey:NSLocalizedDescriptionKey]];
+  const char* text = [source UTF8String];
+  auto kernels = std::make_unique<std::vector<engine::Kernel>>();
+  static const char kKernel[] = "kernel void ";
+  for (const char* p = std::strstr(text, kKernel); p;
+       p = std::strstr(p + 1, kKernel)) {
+    const char* name = p + sizeof(kKernel) - 1;
+    const char* end = name;
+    while ((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
+           (*end >= '0' && *end <= '9') || *end == '_') {
+      ++end;
+    }
+    if (end == name || *end != '(') continue;  // not a kernel definition
+    engine::Kernel k;
+    const std::string n(name, end);
+    if (!Kernels().Find(n, &k)) {
+      if (error) {
+        *error = MakeError(@"MTLLibraryErrorDomain",
+                           "halsim_metal: kernel '" + n +
+                               "' has no native build in '" +
+                               Kernels().dir() + "' (HALSIM_KERNEL_DIR)");
+      }
+      return nil;
+    }
+    kernels->push_back(k);
   }
-  return nil;
+  HalSimMTLLibrary* library = [[HalSimMTLLibrary alloc] init];
+  library->kernels_ = kernels.release();
+  return library;
 }
 - (id<MTLComputePipelineState>)
     newComputePipelineStateWithFunction:(id<MTLFunction>)function
                                   error:(NSError**)error {
-  return nil;
+  if (!function) {
+    if (error) *error = MakeError(@"MTLLibraryErrorDomain", "no function");
+    return nil;
+  }
+  HalSimMTLPipeline* pipeline = [[HalSimMTLPipeline alloc] init];
+  pipeline->kernel_ =
+      new engine::Kernel(*((HalSimMTLFunction*)function)->kernel_);
+  return pipeline;
 }
 @end
 
