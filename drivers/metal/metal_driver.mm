@@ -40,6 +40,7 @@
 #include "hal/semaphore.h"
 #include "hal/uri.h"
 #include "hal/utils/buffer_ref_resolve.h"
+#include "hal/utils/file_staging.h"
 #include "hal/utils/queue_op.h"
 
 namespace hal::metal {
@@ -451,6 +452,30 @@ class Encoder {
     return OkStatus();
   }
 
+  // A file transfer's device half: staging <-> buffer.
+  Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset,
+                  DeviceSize length) {
+    if (length == 0) return OkStatus();
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
+    [Blit() copyFromBuffer:staging
+              sourceOffset:0
+                  toBuffer:t->mtl()
+         destinationOffset:t->offset() + offset
+                      size:length];
+    return OkStatus();
+  }
+  Status CopyTo(Buffer* source, DeviceSize offset, id<MTLBuffer> staging,
+                DeviceSize length) {
+    if (length == 0) return OkStatus();
+    HAL_ASSIGN_OR_RETURN(MetalBuffer * s, Mtl(source));
+    [Blit() copyFromBuffer:s->mtl()
+              sourceOffset:s->offset() + offset
+                  toBuffer:staging
+         destinationOffset:0
+                      size:length];
+    return OkStatus();
+  }
+
   Status Commands(CommandBuffer* command_buffer, BindingTable table) {
     for (const Command& command : command_buffer->commands()) {
       HAL_RETURN_IF_ERROR(std::visit(
@@ -802,13 +827,45 @@ class MetalDevice final : public Device {
         affinity, wait, signal, [](Encoder&) { return OkStatus(); },
         std::move(op));
   }
-  Status QueueReadImpl(QueueAffinity, SemaphoreList, SemaphoreList, File*,
-                       uint64_t, Buffer*, DeviceSize, DeviceSize) override {
-    return NotWritten("queue_read");
+  // Files go through a Shared staging MTLBuffer in two halves
+  // (hal/utils/file_staging.h): a host call for the file's side, a blit copy
+  // for the buffer's.
+  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, File* source,
+                       uint64_t source_offset, Buffer* target,
+                       DeviceSize target_offset, DeviceSize length) override {
+    HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
+    utils::StagedHalves halves;
+    HAL_RETURN_IF_ERROR(QueueHostCallImpl(
+        affinity, wait, halves.list(),
+        [file = Ref<File>(source), stage, source_offset]() -> Status {
+          return stage->memory->ReadFrom(*file, source_offset);
+        }));
+    const DeviceSize offset = target->byte_offset() + target_offset;
+    return Submit(affinity, halves.list(), signal,
+                  [stage, t = Ref<Buffer>(target), offset,
+                   length](Encoder& e) {
+                    return e.CopyFrom(stage->buffer, t.get(), offset, length);
+                  });
   }
-  Status QueueWriteImpl(QueueAffinity, SemaphoreList, SemaphoreList, Buffer*,
-                        DeviceSize, File*, uint64_t, DeviceSize) override {
-    return NotWritten("queue_write");
+  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
+                        SemaphoreList signal, Buffer* source,
+                        DeviceSize source_offset, File* target,
+                        uint64_t target_offset, DeviceSize length) override {
+    HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
+    utils::StagedHalves halves;
+    const DeviceSize offset = source->byte_offset() + source_offset;
+    HAL_RETURN_IF_ERROR(Submit(affinity, wait, halves.list(),
+                               [stage, s = Ref<Buffer>(source), offset,
+                                length](Encoder& e) {
+                                 return e.CopyTo(s.get(), offset,
+                                                 stage->buffer, length);
+                               }));
+    return QueueHostCallImpl(
+        affinity, halves.list(), signal,
+        [file = Ref<File>(target), stage, target_offset]() -> Status {
+          return stage->memory->WriteTo(*file, target_offset);
+        });
   }
   Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
                            SemaphoreList signal, HostCallFn fn) override {
@@ -842,9 +899,37 @@ class MetalDevice final : public Device {
     }
   }
 
-  static Status NotWritten(const char* what) {
-    return UnimplementedError(
-        "Metal: %s is not written yet (docs/drivers/metal.md)", what);
+  // A file transfer's staging: a Shared MTLBuffer (nil for 0 bytes).
+  struct FileStage {
+    id<MTLBuffer> buffer = nil;  // owned by `memory` (released before this)
+    std::shared_ptr<utils::FileStaging> memory;
+  };
+  StatusOr<std::shared_ptr<FileStage>> NewStage(DeviceSize length) {
+    auto stage = std::make_shared<FileStage>();
+    id<MTLDevice> device = device_;
+    FileStage* raw = stage.get();
+    HAL_ASSIGN_OR_RETURN(
+        stage->memory,
+        utils::FileStaging::Create(
+            length,
+            [device, raw](DeviceSize n, void** host) -> Status {
+              raw->buffer =
+                  [device newBufferWithLength:(NSUInteger)n
+                                      options:MTLResourceStorageModeShared];
+              if (!raw->buffer) {
+                return ResourceExhaustedError(
+                    "Metal: a %llu-byte file staging buffer",
+                    (unsigned long long)n);
+              }
+              *host = [raw->buffer contents];
+              return OkStatus();
+            },
+            [buffer_of = raw](void*) {
+              @autoreleasepool {
+                [buffer_of->buffer release];
+              }
+            }));
+    return stage;
   }
 
   // Builds the operation's command buffer now (errors: nothing enqueued),

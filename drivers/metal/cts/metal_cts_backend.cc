@@ -8,9 +8,10 @@ void RegisterMetalCtsBackend() {
   Backend b;
   b.name = "metal";
   b.default_uri = "metal://?queues=4";
-  // Not yet (docs/drivers/metal.md): files, import; no dispatch bounds
+  // Not yet (docs/drivers/metal.md): import; no dispatch bounds
   // checks (Metal binds a buffer with no length).
-  b.tags = {kTagAlloca, kTagHostCall, kTagMultiQueue, kTagDeviceOnlyMemory,
+  b.tags = {kTagFiles,    kTagAlloca,   kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
             kTagDispatch};
   RegisterBackend(std::move(b));
 }
