@@ -430,6 +430,9 @@ struct CommandBufferState {
   engine::Op op;
   op.name = "mtl.fill";
   op.bytes = range.length;
+  // For the race checker: unordered work of another queue on these bytes.
+  op.write = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(b->base_) + range.location, range.length);
   op.run = E().FillWork(buffer_->state_->domain.get(),
                         reinterpret_cast<uintptr_t>(b->base_) + range.location,
                         value, 1, range.length);
@@ -457,6 +460,10 @@ struct CommandBufferState {
   engine::Op op;
   op.name = "mtl.copy";
   op.bytes = size;
+  op.write = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
+  op.read = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
   op.run = E().CopyWork(buffer_->state_->domain.get(),
                         reinterpret_cast<uintptr_t>(t->base_) + target_offset,
                         reinterpret_cast<uintptr_t>(s->base_) + source_offset,
