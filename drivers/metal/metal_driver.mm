@@ -23,13 +23,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
-#include <thread>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "drivers/metal/metal_driver.h"
@@ -72,19 +72,16 @@ class MetalBuffer final : public Buffer {
     std::lock_guard<std::mutex> lock(mutex_);
     if (buffer_) return OkStatus();
     const bool host_visible = AllOf(memory_type(), MemoryType::kHostVisible);
-    const MTLResourceOptions options = host_visible
-                                           ? MTLResourceStorageModeShared
-                                           : MTLResourceStorageModePrivate;
-    const DeviceSize pad =
-        host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
+    const MTLResourceOptions options =
+        host_visible ? MTLResourceStorageModeShared : MTLResourceStorageModePrivate;
+    const DeviceSize pad = host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
     @autoreleasepool {
-      buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad)
-                                     options:options];
+      buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad) options:options];
     }
     if (!buffer_) {
-      return ResourceExhaustedError(
-          "Metal: newBufferWithLength:%llu options:%lu returned nil",
-          (unsigned long long)(byte_length() + pad), (unsigned long)options);
+      return ResourceExhaustedError("Metal: newBufferWithLength:%llu options:%lu returned nil",
+                                    (unsigned long long)(byte_length() + pad),
+                                    (unsigned long)options);
     }
     if (pad) {
       const auto base = reinterpret_cast<uintptr_t>([buffer_ contents]);
@@ -124,8 +121,7 @@ class MetalBuffer final : public Buffer {
     Decommit();
     [device_ release];
   }
-  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
-                             MemoryAccess access) override {
+  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!buffer_) {
       return FailedPreconditionError(
@@ -139,9 +135,7 @@ class MetalBuffer final : public Buffer {
     }
     return static_cast<uint8_t*>(p) + offset_ + offset;
   }
-  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override {
-    return OkStatus();
-  }
+  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override { return OkStatus(); }
   // Shared storage is coherent: nothing to flush or invalidate.
   Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
   Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
@@ -161,18 +155,15 @@ class MetalAllocator final : public Allocator {
 
   // A buffer in the kReserved state, without memory (queue_alloca).
   StatusOr<Ref<Buffer>> Reserve(const BufferParams& params, DeviceSize size) {
-    HAL_RETURN_IF_ERROR(CheckAllocationSize(
-        params, size, [device_ recommendedMaxWorkingSetSize],
-        /*host_backed=*/false));
+    HAL_RETURN_IF_ERROR(CheckAllocationSize(params, size, [device_ recommendedMaxWorkingSetSize],
+                                            /*host_backed=*/false));
     Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
-    return Ref<Buffer>::Adopt(
-        new MetalBuffer(p, device_, params.min_alignment));
+    return Ref<Buffer>::Adopt(new MetalBuffer(p, device_, params.min_alignment));
   }
 
  protected:
-  BufferCompatibility QueryCompatibilityImpl(
-      const BufferParams& params, DeviceSize size,
-      BufferParams* out_resolved) override {
+  BufferCompatibility QueryCompatibilityImpl(const BufferParams& params, DeviceSize size,
+                                             BufferParams* out_resolved) override {
     BufferParams r = params;
     if (AllOf(r.type, MemoryType::kOptimal)) {
       r.type = r.type & ~MemoryType::kOptimal;
@@ -190,19 +181,16 @@ class MetalAllocator final : public Allocator {
     *out_resolved = r;
     return BufferCompatibility::kAllocatable;
   }
-  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
-                                           DeviceSize size) override {
+  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params, DeviceSize size) override {
     HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer, Reserve(params, size));
     HAL_RETURN_IF_ERROR(static_cast<MetalBuffer*>(buffer.get())->Commit());
     buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
     return buffer;
   }
-  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams&, void*,
-                                                 DeviceSize,
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams&, void*, DeviceSize,
                                                  ReleaseCallback) override {
-    return UnimplementedError(
-        "Metal: host-allocation import (newBufferWithBytesNoCopy:) is not "
-        "written yet (docs/drivers/metal.md)");
+    return UnimplementedError("Metal: host-allocation import (newBufferWithBytesNoCopy:) is not "
+                              "written yet (docs/drivers/metal.md)");
   }
 
  private:
@@ -224,9 +212,7 @@ struct SemaphoreToken {
 class MetalSemaphore final : public Semaphore {
  public:
   MetalSemaphore(id<MTLSharedEvent> event, uint64_t initial)
-      : Semaphore(initial),
-        event_([event retain]),
-        token_(std::make_shared<SemaphoreToken>()) {
+      : Semaphore(initial), event_([event retain]), token_(std::make_shared<SemaphoreToken>()) {
     token_->semaphore = this;
     if (initial) [event_ setSignaledValue:initial];
   }
@@ -271,8 +257,7 @@ MetalSemaphore* AsMetal(Semaphore* s) { return dynamic_cast<MetalSemaphore*>(s);
 class MetalExecutable final : public Executable {
  public:
   MetalExecutable(ExecutableData& data, std::vector<uint32_t> constants)
-      : Executable(data.format, std::move(data.functions),
-                   std::move(constants)) {}
+      : Executable(data.format, std::move(data.functions), std::move(constants)) {}
   // One per export, in export order.
   std::vector<id<MTLComputePipelineState>> pipelines;  // retained
 
@@ -286,20 +271,18 @@ class MetalExecutable final : public Executable {
 
 class MetalExecutableCache final : public ExecutableCache {
  public:
-  explicit MetalExecutableCache(id<MTLDevice> device)
-      : device_([device retain]) {}
+  explicit MetalExecutableCache(id<MTLDevice> device) : device_([device retain]) {}
 
  protected:
   ~MetalExecutableCache() override { [device_ release]; }
   bool CanPrepareFormatImpl(ExecutableFormat format) const override {
     return format == ExecutableFormat::kMetalMsl;
   }
-  StatusOr<Ref<Executable>> PrepareImpl(
-      ExecutableData data, std::vector<uint32_t> constants) override {
+  StatusOr<Ref<Executable>> PrepareImpl(ExecutableData data,
+                                        std::vector<uint32_t> constants) override {
     if (!constants.empty()) {
-      return UnimplementedError(
-          "Metal: specialization constants (MSL function constants) are not "
-          "written yet");
+      return UnimplementedError("Metal: specialization constants (MSL function constants) are not "
+                                "written yet");
     }
     @autoreleasepool {
       std::vector<id<MTLLibrary>> libraries;
@@ -308,46 +291,38 @@ class MetalExecutableCache final : public ExecutableCache {
       };
       for (size_t i = 0; i < data.modules.size(); ++i) {
         const std::vector<uint8_t>& code = data.modules[i].code;
-        NSString* source =
-            [[[NSString alloc] initWithBytes:code.data()
-                                      length:code.size()
-                                    encoding:NSUTF8StringEncoding] autorelease];
+        NSString* source = [[[NSString alloc] initWithBytes:code.data()
+                                                     length:code.size()
+                                                   encoding:NSUTF8StringEncoding] autorelease];
         NSError* error = nil;
         id<MTLLibrary> library =
-            source ? [device_ newLibraryWithSource:source
-                                           options:nil
-                                             error:&error]
-                   : nil;
+            source ? [device_ newLibraryWithSource:source options:nil error:&error] : nil;
         if (!library) {
           release_all();
           return InvalidArgumentError(
               "Metal: newLibraryWithSource: rejected module %zu: %s", i,
-              error ? [[error localizedDescription] UTF8String]
-                    : "not UTF-8 text");
+              error ? [[error localizedDescription] UTF8String] : "not UTF-8 text");
         }
         libraries.push_back(library);
       }
-      Ref<MetalExecutable> executable = Ref<MetalExecutable>::Adopt(
-          new MetalExecutable(data, std::move(constants)));
+      Ref<MetalExecutable> executable =
+          Ref<MetalExecutable>::Adopt(new MetalExecutable(data, std::move(constants)));
       for (const FunctionInfo& f : executable->functions()) {
         id<MTLFunction> function = [libraries[f.module_ordinal]
-            newFunctionWithName:[NSString
-                                    stringWithUTF8String:f.name.c_str()]];
+            newFunctionWithName:[NSString stringWithUTF8String:f.name.c_str()]];
         if (!function) {
           release_all();
-          return InvalidArgumentError(
-              "Metal: module %u has no kernel '%s'", f.module_ordinal,
-              f.name.c_str());
+          return InvalidArgumentError("Metal: module %u has no kernel '%s'", f.module_ordinal,
+                                      f.name.c_str());
         }
         NSError* error = nil;
-        id<MTLComputePipelineState> pipeline =
-            [device_ newComputePipelineStateWithFunction:function error:&error];
+        id<MTLComputePipelineState> pipeline = [device_ newComputePipelineStateWithFunction:function
+                                                                                      error:&error];
         [function release];
         if (!pipeline) {
           release_all();
           return InvalidArgumentError(
-              "Metal: newComputePipelineStateWithFunction: failed for '%s': %s",
-              f.name.c_str(),
+              "Metal: newComputePipelineStateWithFunction: failed for '%s': %s", f.name.c_str(),
               error ? [[error localizedDescription] UTF8String] : "");
         }
         executable->pipelines.push_back(pipeline);
@@ -366,8 +341,7 @@ class MetalExecutableCache final : public ExecutableCache {
 
 class Encoder {
  public:
-  Encoder(id<MTLDevice> device, id<MTLCommandBuffer> cb)
-      : device_(device), cb_(cb) {}
+  Encoder(id<MTLDevice> device, id<MTLCommandBuffer> cb) : device_(device), cb_(cb) {}
   ~Encoder() { End(); }
 
   void End() {
@@ -388,8 +362,8 @@ class Encoder {
     return compute_;
   }
 
-  Status Fill(Buffer* target, DeviceSize offset, DeviceSize length,
-              uint32_t pattern, size_t pattern_length) {
+  Status Fill(Buffer* target, DeviceSize offset, DeviceSize length, uint32_t pattern,
+              size_t pattern_length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
     id<MTLBuffer> t = tb->mtl();
@@ -404,8 +378,8 @@ class Encoder {
     }
     // Blit fill takes one byte and 4-byte aligned ranges on macOS: stage
     // the pattern and copy it.
-    const size_t chunk = std::min<DeviceSize>(
-        length, kMaxStagingBytes - kMaxStagingBytes % pattern_length);
+    const size_t chunk =
+        std::min<DeviceSize>(length, kMaxStagingBytes - kMaxStagingBytes % pattern_length);
     HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(chunk));
     auto* p = static_cast<uint8_t*>([staging contents]);
     for (size_t i = 0; i < chunk; ++i) p[i] = bytes[i % pattern_length];
@@ -422,25 +396,20 @@ class Encoder {
     return OkStatus();
   }
 
-  Status Update(const uint8_t* data, Buffer* target, DeviceSize offset,
-                DeviceSize length) {
+  Status Update(const uint8_t* data, Buffer* target, DeviceSize offset, DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
     id<MTLBuffer> t = tb->mtl();
     offset += tb->offset();
     HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(length));
     std::memcpy([staging contents], data, length);
-    [Blit() copyFromBuffer:staging
-              sourceOffset:0
-                  toBuffer:t
-         destinationOffset:offset
-                      size:length];
+    [Blit() copyFromBuffer:staging sourceOffset:0 toBuffer:t destinationOffset:offset size:length];
     [staging release];
     return OkStatus();
   }
 
-  Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target,
-              DeviceSize target_offset, DeviceSize length) {
+  Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target, DeviceSize target_offset,
+              DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * s, Mtl(source));
     HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
@@ -453,8 +422,7 @@ class Encoder {
   }
 
   // A file transfer's device half: staging <-> buffer.
-  Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset,
-                  DeviceSize length) {
+  Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset, DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
     [Blit() copyFromBuffer:staging
@@ -464,8 +432,7 @@ class Encoder {
                       size:length];
     return OkStatus();
   }
-  Status CopyTo(Buffer* source, DeviceSize offset, id<MTLBuffer> staging,
-                DeviceSize length) {
+  Status CopyTo(Buffer* source, DeviceSize offset, id<MTLBuffer> staging, DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * s, Mtl(source));
     [Blit() copyFromBuffer:s->mtl()
@@ -478,8 +445,7 @@ class Encoder {
 
   Status Commands(CommandBuffer* command_buffer, BindingTable table) {
     for (const Command& command : command_buffer->commands()) {
-      HAL_RETURN_IF_ERROR(std::visit(
-          [&](const auto& c) { return Encode(c, table); }, command));
+      HAL_RETURN_IF_ERROR(std::visit([&](const auto& c) { return Encode(c, table); }, command));
     }
     return OkStatus();
   }
@@ -500,8 +466,7 @@ class Encoder {
     id<MTLBuffer> b = [device_ newBufferWithLength:(NSUInteger)n
                                            options:MTLResourceStorageModeShared];
     if (!b) {
-      return ResourceExhaustedError("Metal: a %llu-byte staging buffer",
-                                    (unsigned long long)n);
+      return ResourceExhaustedError("Metal: a %llu-byte staging buffer", (unsigned long long)n);
     }
     return b;
   }
@@ -519,24 +484,20 @@ class Encoder {
     return OkStatus();
   }
   Status Encode(const cmd::Fill& c, BindingTable table) {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
-                                            c.target, table, c.target.length,
-                                            "fill target"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                         utils::ResolveBufferRef(c.target, table, c.target.length, "fill target"));
     return Fill(r.buffer, r.offset, r.length, c.pattern, c.pattern_length);
   }
   Status Encode(const cmd::Update& c, BindingTable table) {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
-                                            c.target, table, c.data.size(),
-                                            "update target"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r,
+                         utils::ResolveBufferRef(c.target, table, c.data.size(), "update target"));
     return Update(c.data.data(), r.buffer, r.offset, r.length);
   }
   Status Encode(const cmd::Copy& c, BindingTable table) {
-    HAL_ASSIGN_OR_RETURN(ResolvedRef s, utils::ResolveBufferRef(
-                                            c.source, table, c.length,
-                                            "copy source"));
-    HAL_ASSIGN_OR_RETURN(ResolvedRef t, utils::ResolveBufferRef(
-                                            c.target, table, c.length,
-                                            "copy target"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef s,
+                         utils::ResolveBufferRef(c.source, table, c.length, "copy source"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef t,
+                         utils::ResolveBufferRef(c.target, table, c.length, "copy target"));
     return Copy(s.buffer, s.offset, t.buffer, t.offset, c.length);
   }
   // Binding i is buffer index i, the constants are bytes at index 30 (the
@@ -548,42 +509,35 @@ class Encoder {
       return InvalidArgumentError("Metal: an executable of another driver");
     }
     const FunctionInfo& f = executable->functions()[c.entry_point];
-    if (!c.indirect && (c.workgroup_count[0] == 0 ||
-                        c.workgroup_count[1] == 0 ||
-                        c.workgroup_count[2] == 0)) {
+    if (!c.indirect &&
+        (c.workgroup_count[0] == 0 || c.workgroup_count[1] == 0 || c.workgroup_count[2] == 0)) {
       return OkStatus();
     }
     id<MTLComputeCommandEncoder> e = Compute();
     [e setComputePipelineState:executable->pipelines[c.entry_point]];
     for (size_t i = 0; i < c.bindings.size(); ++i) {
       HAL_ASSIGN_OR_RETURN(
-          ResolvedRef r, utils::ResolveBufferRef(c.bindings[i], table,
-                                                 c.bindings[i].length,
-                                                 "dispatch binding"));
+          ResolvedRef r,
+          utils::ResolveBufferRef(c.bindings[i], table, c.bindings[i].length, "dispatch binding"));
       HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
       [e setBuffer:b->mtl() offset:b->offset() + r.offset atIndex:i];
     }
     if (!c.constants.empty()) {
-      [e setBytes:c.constants.data()
-            length:c.constants.size() * sizeof(uint32_t)
-           atIndex:30];
+      [e setBytes:c.constants.data() length:c.constants.size() * sizeof(uint32_t) atIndex:30];
     }
     const MTLSize threads =
-        MTLSizeMake(f.workgroup_size[0], f.workgroup_size[1],
-                    f.workgroup_size[2]);
+        MTLSizeMake(f.workgroup_size[0], f.workgroup_size[1], f.workgroup_size[2]);
     if (c.indirect) {
       HAL_ASSIGN_OR_RETURN(
           ResolvedRef r,
-          utils::ResolveBufferRef(*c.indirect_workgroup_count, table,
-                                  kIndirectWorkgroupCountSize,
+          utils::ResolveBufferRef(*c.indirect_workgroup_count, table, kIndirectWorkgroupCountSize,
                                   "indirect workgroup count"));
       HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
       [e dispatchThreadgroupsWithIndirectBuffer:b->mtl()
                            indirectBufferOffset:b->offset() + r.offset
                           threadsPerThreadgroup:threads];
     } else {
-      [e dispatchThreadgroups:MTLSizeMake(c.workgroup_count[0],
-                                          c.workgroup_count[1],
+      [e dispatchThreadgroups:MTLSizeMake(c.workgroup_count[0], c.workgroup_count[1],
                                           c.workgroup_count[2])
           threadsPerThreadgroup:threads];
     }
@@ -634,9 +588,8 @@ class MetalDevice final : public Device {
     @autoreleasepool {
       id<MTLDevice> device = MTLCreateSystemDefaultDevice();
       if (!device) {
-        return UnavailableError(
-            "Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
-            "device)");
+        return UnavailableError("Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
+                                "device)");
       }
       DeviceInfo info;
       info.driver = "metal";
@@ -731,67 +684,54 @@ class MetalDevice final : public Device {
     return Ref<ExecutableCache>::Adopt(new MetalExecutableCache(device_));
   }
 
-  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, Buffer* target, DeviceSize offset,
-                       DeviceSize length, const void* pattern,
+  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                       Buffer* target, DeviceSize offset, DeviceSize length, const void* pattern,
                        size_t pattern_length) override {
     uint32_t p = 0;
     std::memcpy(&p, pattern, pattern_length);
     const DeviceSize off = target->byte_offset() + offset;
     return Submit(affinity, wait, signal,
-                  [t = Ref<Buffer>(target), off, length, p,
-                   pattern_length](Encoder& e) {
+                  [t = Ref<Buffer>(target), off, length, p, pattern_length](Encoder& e) {
                     return e.Fill(t.get(), off, length, p, pattern_length);
                   });
   }
-  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
-                         SemaphoreList signal, const void* source,
-                         Buffer* target, DeviceSize offset,
+  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                         const void* source, Buffer* target, DeviceSize offset,
                          DeviceSize length) override {
     const DeviceSize off = target->byte_offset() + offset;
     const auto* bytes = static_cast<const uint8_t*>(source);
     return Submit(affinity, wait, signal,
-                  [data = std::vector<uint8_t>(bytes, bytes + length),
-                   t = Ref<Buffer>(target), off, length](Encoder& e) {
-                    return e.Update(data.data(), t.get(), off, length);
-                  });
+                  [data = std::vector<uint8_t>(bytes, bytes + length), t = Ref<Buffer>(target), off,
+                   length](Encoder& e) { return e.Update(data.data(), t.get(), off, length); });
   }
-  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, Buffer* source,
-                       DeviceSize source_offset, Buffer* target,
+  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                       Buffer* source, DeviceSize source_offset, Buffer* target,
                        DeviceSize target_offset, DeviceSize length) override {
     const DeviceSize so = source->byte_offset() + source_offset;
     const DeviceSize to = target->byte_offset() + target_offset;
     return Submit(affinity, wait, signal,
-                  [s = Ref<Buffer>(source), t = Ref<Buffer>(target), so, to,
-                   length](Encoder& e) {
+                  [s = Ref<Buffer>(source), t = Ref<Buffer>(target), so, to, length](Encoder& e) {
                     return e.Copy(s.get(), so, t.get(), to, length);
                   });
   }
-  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
-                          SemaphoreList signal, CommandBuffer* command_buffer,
-                          BindingTable bindings) override {
+  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                          CommandBuffer* command_buffer, BindingTable bindings) override {
     std::vector<Binding> table(bindings.begin(), bindings.end());
     std::vector<Ref<Buffer>> keep;
     for (const Binding& b : table) keep.emplace_back(b.buffer);
-    return Submit(affinity, wait, signal,
-                  [cb = Ref<CommandBuffer>(command_buffer),
-                   table = std::move(table),
-                   keep = std::move(keep)](Encoder& e) {
-                    return cb ? e.Commands(cb.get(), table) : OkStatus();
-                  });
+    return Submit(
+        affinity, wait, signal,
+        [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table), keep = std::move(keep)](
+            Encoder& e) { return cb ? e.Commands(cb.get(), table) : OkStatus(); });
   }
 
   // The MTLBuffer is made at once (Metal has no deferred allocation); the
   // buffer is committed (usable) once the waits are reached.
-  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
-                                        SemaphoreList wait,
-                                        SemaphoreList signal,
-                                        const BufferParams& params,
+  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity, SemaphoreList wait,
+                                        SemaphoreList signal, const BufferParams& params,
                                         DeviceSize size) override {
-    HAL_ASSIGN_OR_RETURN(
-        Ref<Buffer> buffer,
-        static_cast<MetalAllocator*>(allocator())->Reserve(params, size));
+    HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer,
+                         static_cast<MetalAllocator*>(allocator())->Reserve(params, size));
     auto op = std::make_unique<MetalOp>();
     op->host_signals = true;
     op->on_done = [buffer](const Status& status) -> Status {
@@ -802,14 +742,12 @@ class MetalDevice final : public Device {
       return OkStatus();
     };
     HAL_RETURN_IF_ERROR(Submit(
-        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
-        std::move(op)));
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op)));
     return buffer;
   }
-  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, Buffer* buffer) override {
-    Ref<MetalBuffer> metal(
-        dynamic_cast<MetalBuffer*>(buffer->allocated_buffer()));
+  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                           Buffer* buffer) override {
+    Ref<MetalBuffer> metal(dynamic_cast<MetalBuffer*>(buffer->allocated_buffer()));
     if (!metal) return InvalidArgumentError("Metal: a buffer of another driver");
     auto op = std::make_unique<MetalOp>();
     op->host_signals = true;
@@ -824,57 +762,49 @@ class MetalDevice final : public Device {
       return OkStatus();
     };
     return Submit(
-        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
-        std::move(op));
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op));
   }
   // Files go through a Shared staging MTLBuffer in two halves
   // (hal/utils/file_staging.h): a host call for the file's side, a blit copy
   // for the buffer's.
-  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, File* source,
-                       uint64_t source_offset, Buffer* target,
+  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                       File* source, uint64_t source_offset, Buffer* target,
                        DeviceSize target_offset, DeviceSize length) override {
     HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
     utils::StagedHalves halves;
-    HAL_RETURN_IF_ERROR(QueueHostCallImpl(
-        affinity, wait, halves.list(),
-        [file = Ref<File>(source), stage, source_offset]() -> Status {
-          return stage->memory->ReadFrom(*file, source_offset);
-        }));
+    HAL_RETURN_IF_ERROR(
+        QueueHostCallImpl(affinity, wait, halves.list(),
+                          [file = Ref<File>(source), stage, source_offset]() -> Status {
+                            return stage->memory->ReadFrom(*file, source_offset);
+                          }));
     const DeviceSize offset = target->byte_offset() + target_offset;
     return Submit(affinity, halves.list(), signal,
-                  [stage, t = Ref<Buffer>(target), offset,
-                   length](Encoder& e) {
+                  [stage, t = Ref<Buffer>(target), offset, length](Encoder& e) {
                     return e.CopyFrom(stage->buffer, t.get(), offset, length);
                   });
   }
-  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
-                        SemaphoreList signal, Buffer* source,
-                        DeviceSize source_offset, File* target,
+  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                        Buffer* source, DeviceSize source_offset, File* target,
                         uint64_t target_offset, DeviceSize length) override {
     HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
     utils::StagedHalves halves;
     const DeviceSize offset = source->byte_offset() + source_offset;
     HAL_RETURN_IF_ERROR(Submit(affinity, wait, halves.list(),
-                               [stage, s = Ref<Buffer>(source), offset,
-                                length](Encoder& e) {
-                                 return e.CopyTo(s.get(), offset,
-                                                 stage->buffer, length);
+                               [stage, s = Ref<Buffer>(source), offset, length](Encoder& e) {
+                                 return e.CopyTo(s.get(), offset, stage->buffer, length);
                                }));
-    return QueueHostCallImpl(
-        affinity, halves.list(), signal,
-        [file = Ref<File>(target), stage, target_offset]() -> Status {
-          return stage->memory->WriteTo(*file, target_offset);
-        });
+    return QueueHostCallImpl(affinity, halves.list(), signal,
+                             [file = Ref<File>(target), stage, target_offset]() -> Status {
+                               return stage->memory->WriteTo(*file, target_offset);
+                             });
   }
-  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, HostCallFn fn) override {
+  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                           HostCallFn fn) override {
     auto op = std::make_unique<MetalOp>();
     op->host_signals = true;
     op->host_fn = std::move(fn);
     return Submit(
-        affinity, wait, signal, [](Encoder&) { return OkStatus(); },
-        std::move(op));
+        affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op));
   }
 
   Status WaitIdleImpl(Timeout timeout) override {
@@ -909,35 +839,32 @@ class MetalDevice final : public Device {
     id<MTLDevice> device = device_;
     FileStage* raw = stage.get();
     HAL_ASSIGN_OR_RETURN(
-        stage->memory,
-        utils::FileStaging::Create(
-            length,
-            [device, raw](DeviceSize n, void** host) -> Status {
-              raw->buffer =
-                  [device newBufferWithLength:(NSUInteger)n
-                                      options:MTLResourceStorageModeShared];
-              if (!raw->buffer) {
-                return ResourceExhaustedError(
-                    "Metal: a %llu-byte file staging buffer",
-                    (unsigned long long)n);
-              }
-              *host = [raw->buffer contents];
-              return OkStatus();
-            },
-            [buffer_of = raw](void*) {
-              @autoreleasepool {
-                [buffer_of->buffer release];
-              }
-            }));
+        stage->memory, utils::FileStaging::Create(
+                           length,
+                           [device, raw](DeviceSize n, void** host) -> Status {
+                             raw->buffer =
+                                 [device newBufferWithLength:(NSUInteger)n
+                                                     options:MTLResourceStorageModeShared];
+                             if (!raw->buffer) {
+                               return ResourceExhaustedError(
+                                   "Metal: a %llu-byte file staging buffer", (unsigned long long)n);
+                             }
+                             *host = [raw->buffer contents];
+                             return OkStatus();
+                           },
+                           [buffer_of = raw](void*) {
+                             @autoreleasepool {
+                               [buffer_of->buffer release];
+                             }
+                           }));
     return stage;
   }
 
   // Builds the operation's command buffer now (errors: nothing enqueued),
   // and commits it once every wait that cannot be encoded is reached.
   // `encode` owns what it needs (it may run after the call returns).
-  Status Submit(QueueAffinity affinity, SemaphoreList wait,
-                SemaphoreList signal, std::function<Status(Encoder&)> encode,
-                std::unique_ptr<MetalOp> op = nullptr) {
+  Status Submit(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
+                std::function<Status(Encoder&)> encode, std::unique_ptr<MetalOp> op = nullptr) {
     if (!op) op = std::make_unique<MetalOp>();
     op->encode = std::move(encode);
     op->device = this;
@@ -1041,8 +968,7 @@ class MetalDevice final : public Device {
       // listener blocks and completion handlers run in order on one
       // thread, so a chain across queues signals in order), unless a wait
       // the command buffer encoded had failed.
-      auto waits = std::make_shared<std::vector<utils::RetainedPoint>>(
-          op->device_waits);
+      auto waits = std::make_shared<std::vector<utils::RetainedPoint>>(op->device_waits);
       for (auto& [semaphore, value] : signals) {
         MetalSemaphore* m = AsMetal(semaphore.get());
         if (!m || op->host_signals) continue;
@@ -1054,17 +980,14 @@ class MetalDevice final : public Device {
                                Status status;
                                for (auto& [w, wv] : *waits) {
                                  Status f;
-                                 if (utils::CheckWait(*w, wv, &f) ==
-                                     utils::WaitState::kFailed) {
+                                 if (utils::CheckWait(*w, wv, &f) == utils::WaitState::kFailed) {
                                    status = f;
                                    break;
                                  }
                                }
-                               std::lock_guard<std::recursive_mutex> lock(
-                                   token->mutex);
+                               std::lock_guard<std::recursive_mutex> lock(token->mutex);
                                if (token->semaphore) {
-                                 utils::CompleteSignal(*token->semaphore, v,
-                                                       status);
+                                 utils::CompleteSignal(*token->semaphore, v, status);
                                }
                              }];
       }
@@ -1088,13 +1011,11 @@ class MetalDevice final : public Device {
   void Completed(MetalOp* op, id<MTLCommandBuffer> cb) {
     const bool failed = [cb status] == MTLCommandBufferStatusError;
     Status status =
-        failed ? DataLossError("Metal: the command buffer failed on the device")
-               : OkStatus();
+        failed ? DataLossError("Metal: the command buffer failed on the device") : OkStatus();
     // A wait released by its semaphore's failure (OnFailed).
     for (auto& [semaphore, value] : op->device_waits) {
       Status f;
-      if (status.ok() && utils::CheckWait(*semaphore, value, &f) ==
-                             utils::WaitState::kFailed) {
+      if (status.ok() && utils::CheckWait(*semaphore, value, &f) == utils::WaitState::kFailed) {
         status = f;
       }
     }
@@ -1119,8 +1040,7 @@ class MetalDevice final : public Device {
   // Metal's thread.
   class HostCallWorker {
    public:
-    explicit HostCallWorker(MetalDevice* device)
-        : device_(device), thread_([this] { Main(); }) {}
+    explicit HostCallWorker(MetalDevice* device) : device_(device), thread_([this] { Main(); }) {}
     ~HostCallWorker() {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -1165,13 +1085,13 @@ class MetalDevice final : public Device {
     if (--in_flight_ == 0) idle_cv_.notify_all();
   }
 
-  id<MTLDevice> device_;                  // retained
-  MTLSharedEventListener* listener_;      // retained
+  id<MTLDevice> device_;                     // retained
+  MTLSharedEventListener* listener_;         // retained
   std::vector<id<MTLCommandQueue>> queues_;  // retained
   std::mutex mutex_;
   std::condition_variable idle_cv_;
   int64_t in_flight_ = 0;
-  std::set<MetalOp*> held_;  // waiting for a host wait
+  std::set<MetalOp*> held_;                               // waiting for a host wait
   std::vector<std::unique_ptr<HostCallWorker>> workers_;  // per queue
 };
 
@@ -1180,8 +1100,7 @@ class MetalDevice final : public Device {
 Status RegisterMetalDriver(DriverRegistry* registry) {
   DriverFactory factory;
   factory.name = "metal";
-  factory.description =
-      "Apple Metal (MTLDevice; on Linux the simulated Metal framework)";
+  factory.description = "Apple Metal (MTLDevice; on Linux the simulated Metal framework)";
   factory.enumerate = []() -> StatusOr<std::vector<DeviceInfo>> {
     @autoreleasepool {
       id<MTLDevice> device = MTLCreateSystemDefaultDevice();
@@ -1195,9 +1114,7 @@ Status RegisterMetalDriver(DriverRegistry* registry) {
       return std::vector<DeviceInfo>{info};
     }
   };
-  factory.try_create = [](const DeviceUri& uri) {
-    return MetalDevice::Create(uri);
-  };
+  factory.try_create = [](const DeviceUri& uri) { return MetalDevice::Create(uri); };
   return registry->Register(std::move(factory));
 }
 

@@ -119,9 +119,8 @@ namespace {
 // MTLBuffers start on a page (4 KiB on Intel Macs, 16 KiB on Apple silicon).
 constexpr size_t kBufferAlignment = 4096;
 engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
-  engine::MemoryKind kind = mode == MTLStorageModePrivate
-                                ? engine::MemoryKind::kDevice
-                                : engine::MemoryKind::kManaged;
+  engine::MemoryKind kind =
+      mode == MTLStorageModePrivate ? engine::MemoryKind::kDevice : engine::MemoryKind::kManaged;
   return E().Allocate(n, kind, kBufferAlignment, out);
 }
 }  // namespace
@@ -156,8 +155,7 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
     Violation("didModifyRange: on a buffer that is not Managed");
   } else if (range.location + range.length > length_) {
     Violation("didModifyRange: range [%lu, +%lu) outside a %lu-byte buffer",
-              (unsigned long)range.location, (unsigned long)range.length,
-              (unsigned long)length_);
+              (unsigned long)range.location, (unsigned long)range.length, (unsigned long)length_);
   }
 }
 - (void)simTeardown {
@@ -287,12 +285,10 @@ engine::KernelLibrary& Kernels() {
 
 NSError* MakeError(NSString* domain, const std::string& text) {
   NSString* message = [NSString stringWithUTF8String:text.c_str()];
-  return [NSError
-      errorWithDomain:domain
-                 code:1
-             userInfo:[NSDictionary
-                          dictionaryWithObject:message
-                                        forKey:NSLocalizedDescriptionKey]];
+  return [NSError errorWithDomain:domain
+                             code:1
+                         userInfo:[NSDictionary dictionaryWithObject:message
+                                                              forKey:NSLocalizedDescriptionKey]];
 }
 }  // namespace
 
@@ -367,7 +363,7 @@ struct CommandBufferState {
   std::mutex mutex;
   std::condition_variable cv;
   std::vector<engine::Op> ops;
-  std::vector<id> resources;  // retained until completion
+  std::vector<id> resources;                      // retained until completion
   std::vector<MTLCommandBufferHandler> handlers;  // Block_copy'd
   std::shared_ptr<engine::Domain> domain = std::make_shared<engine::Domain>();
   MTLCommandBufferStatus status = MTLCommandBufferStatusNotEnqueued;
@@ -408,9 +404,7 @@ struct CommandBufferState {
   }
   return YES;
 }
-- (void)fillBuffer:(id<MTLBuffer>)buffer
-             range:(NSRange)range
-             value:(uint8_t)value {
+- (void)fillBuffer:(id<MTLBuffer>)buffer range:(NSRange)range value:(uint8_t)value {
   if (![self simLive:"fillBuffer:range:value:"]) return;
   auto* b = (HalSimMTLBuffer*)buffer;
   if (range.length == 0 || range.location % 4 != 0 || range.length % 4 != 0) {
@@ -431,11 +425,11 @@ struct CommandBufferState {
   op.name = "mtl.fill";
   op.bytes = range.length;
   // For the race checker: unordered work of another queue on these bytes.
-  op.write = hal::sim::Range::Of(
-      reinterpret_cast<uintptr_t>(b->base_) + range.location, range.length);
-  op.run = E().FillWork(buffer_->state_->domain.get(),
-                        reinterpret_cast<uintptr_t>(b->base_) + range.location,
-                        value, 1, range.length);
+  op.write =
+      hal::sim::Range::Of(reinterpret_cast<uintptr_t>(b->base_) + range.location, range.length);
+  op.run =
+      E().FillWork(buffer_->state_->domain.get(),
+                   reinterpret_cast<uintptr_t>(b->base_) + range.location, value, 1, range.length);
   [buffer_ simAddOp:std::move(op) retaining:buffer also:nil];
 }
 - (void)copyFromBuffer:(id<MTLBuffer>)source
@@ -446,28 +440,23 @@ struct CommandBufferState {
   if (![self simLive:"copyFromBuffer:"]) return;
   auto* s = (HalSimMTLBuffer*)source;
   auto* t = (HalSimMTLBuffer*)target;
-  if (size == 0 || source_offset > s->length_ ||
-      size > s->length_ - source_offset || target_offset > t->length_ ||
-      size > t->length_ - target_offset) {
+  if (size == 0 || source_offset > s->length_ || size > s->length_ - source_offset ||
+      target_offset > t->length_ || size > t->length_ - target_offset) {
     Violation("copyFromBuffer: %lu bytes from offset %lu of a %lu-byte "
               "buffer to offset %lu of a %lu-byte buffer",
-              (unsigned long)size, (unsigned long)source_offset,
-              (unsigned long)s->length_, (unsigned long)target_offset,
-              (unsigned long)t->length_);
+              (unsigned long)size, (unsigned long)source_offset, (unsigned long)s->length_,
+              (unsigned long)target_offset, (unsigned long)t->length_);
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
   engine::Op op;
   op.name = "mtl.copy";
   op.bytes = size;
-  op.write = hal::sim::Range::Of(
-      reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
-  op.read = hal::sim::Range::Of(
-      reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
+  op.write = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
+  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
   op.run = E().CopyWork(buffer_->state_->domain.get(),
                         reinterpret_cast<uintptr_t>(t->base_) + target_offset,
-                        reinterpret_cast<uintptr_t>(s->base_) + source_offset,
-                        size);
+                        reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
   [buffer_ simAddOp:std::move(op) retaining:source also:target];
 }
 - (void)endEncoding {
@@ -488,7 +477,7 @@ struct CommandBufferState {
  @public
   HalSimMTLCommandBuffer* buffer_;  // retained
   BOOL ended_;
-  HalSimMTLPipeline* pipeline_;  // retained
+  HalSimMTLPipeline* pipeline_;   // retained
   HalSimMTLBuffer* buffers_[31];  // retained
   NSUInteger offsets_[31];
   std::vector<uint32_t>* bytes_;  // setBytes at index 30 (the constants)
@@ -509,13 +498,10 @@ struct CommandBufferState {
   [pipeline_ release];
   pipeline_ = (HalSimMTLPipeline*)state;
 }
-- (void)setBuffer:(id<MTLBuffer>)buffer
-           offset:(NSUInteger)offset
-          atIndex:(NSUInteger)index {
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index {
   if (![self simLive:"setBuffer:offset:atIndex:"]) return;
   if (index >= 31) {
-    Violation("setBuffer: index %lu is past the 31 buffer slots",
-              (unsigned long)index);
+    Violation("setBuffer: index %lu is past the 31 buffer slots", (unsigned long)index);
     return;
   }
   [buffer retain];
@@ -523,9 +509,7 @@ struct CommandBufferState {
   buffers_[index] = (HalSimMTLBuffer*)buffer;
   offsets_[index] = offset;
 }
-- (void)setBytes:(const void*)bytes
-          length:(NSUInteger)length
-         atIndex:(NSUInteger)index {
+- (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index {
   if (![self simLive:"setBytes:length:atIndex:"]) return;
   if (index != 30 || length % 4 != 0 || length > 4096) {
     Violation("setBytes: %lu bytes at index %lu (the simulated kernels take "
@@ -546,14 +530,12 @@ struct CommandBufferState {
   }
   const engine::Kernel* k = pipeline_->kernel_;
   const hal_sim_kernel_info* info = k->info;
-  if (threads.width != info->workgroup_size[0] ||
-      threads.height != info->workgroup_size[1] ||
+  if (threads.width != info->workgroup_size[0] || threads.height != info->workgroup_size[1] ||
       threads.depth != info->workgroup_size[2]) {
     Violation("dispatch of '%s' with threadsPerThreadgroup %lux%lux%lu; the "
               "kernel was built for %ux%ux%u",
-              k->name.c_str(), (unsigned long)threads.width,
-              (unsigned long)threads.height, (unsigned long)threads.depth,
-              info->workgroup_size[0], info->workgroup_size[1],
+              k->name.c_str(), (unsigned long)threads.width, (unsigned long)threads.height,
+              (unsigned long)threads.depth, info->workgroup_size[0], info->workgroup_size[1],
               info->workgroup_size[2]);
     return NO;
   }
@@ -575,8 +557,7 @@ struct CommandBufferState {
   constants->assign(bytes_->begin(), bytes_->begin() + info->constant_count);
   return YES;
 }
-- (void)dispatchThreadgroups:(MTLSize)groups
-       threadsPerThreadgroup:(MTLSize)threads {
+- (void)dispatchThreadgroups:(MTLSize)groups threadsPerThreadgroup:(MTLSize)threads {
   if (![self simLive:"dispatchThreadgroups:"]) return;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
@@ -588,8 +569,8 @@ struct CommandBufferState {
                             (uint32_t)groups.depth};
   engine::Op op;
   op.name = "mtl.dispatch";
-  op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_,
-                          grid, std::move(pointers), std::move(constants));
+  op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
+                          std::move(pointers), std::move(constants));
   [self simAdd:std::move(op)];
 }
 - (void)dispatchThreadgroupsWithIndirectBuffer:(id<MTLBuffer>)indirect
@@ -599,8 +580,7 @@ struct CommandBufferState {
   auto* ib = (HalSimMTLBuffer*)indirect;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
-  if (!ib || offset % 4 != 0 || offset > ib->length_ ||
-      ib->length_ - offset < 12) {
+  if (!ib || offset % 4 != 0 || offset > ib->length_ || ib->length_ - offset < 12) {
     Violation("dispatchThreadgroupsWithIndirectBuffer: 12 bytes at offset "
               "%lu of a %lu-byte buffer (4-byte aligned)",
               (unsigned long)offset, (unsigned long)(ib ? ib->length_ : 0));
@@ -667,9 +647,7 @@ struct CommandBufferState {
 }
 - (NSError*)error {
   if ([self status] != MTLCommandBufferStatusError) return nil;
-  return [NSError errorWithDomain:@"MTLCommandBufferErrorDomain"
-                             code:1
-                         userInfo:nil];
+  return [NSError errorWithDomain:@"MTLCommandBufferErrorDomain" code:1 userInfo:nil];
 }
 - (BOOL)simCanEncode:(const char*)what {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -774,17 +752,16 @@ struct CommandBufferState {
   for (engine::Op& op : ops) E().Enqueue(queue_->queue_, std::move(op));
   // In flight, the command buffer keeps itself alive.
   [self retain];
-  E().EnqueueHostFunction(queue_->queue_, [self] {
-    RunOnCallbackThread([self] { [self simComplete]; });
-  });
+  E().EnqueueHostFunction(queue_->queue_,
+                          [self] { RunOnCallbackThread([self] { [self simComplete]; }); });
 }
 - (void)simComplete {
   std::vector<MTLCommandBufferHandler> handlers;
   std::vector<id> resources;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->status = state_->domain->failed() ? MTLCommandBufferStatusError
-                                              : MTLCommandBufferStatusCompleted;
+    state_->status =
+        state_->domain->failed() ? MTLCommandBufferStatusError : MTLCommandBufferStatusCompleted;
     handlers.swap(state_->handlers);
     resources.swap(state_->resources);
   }
@@ -861,13 +838,10 @@ struct CommandBufferState {
   q->queue_ = E().CreateQueue();
   return q;
 }
-- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length
-                             options:(MTLResourceOptions)options {
-  MTLStorageMode mode =
-      (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options {
+  MTLStorageMode mode = (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
   if (mode > MTLStorageModePrivate) {
-    Violation("newBufferWithLength: storage mode %lu is not for buffers",
-              (unsigned long)mode);
+    Violation("newBufferWithLength: storage mode %lu is not for buffers", (unsigned long)mode);
     return nil;
   }
   void* p = nullptr;
@@ -896,8 +870,7 @@ struct CommandBufferState {
   const char* text = [source UTF8String];
   auto kernels = std::make_unique<std::vector<engine::Kernel>>();
   static const char kKernel[] = "kernel void ";
-  for (const char* p = std::strstr(text, kKernel); p;
-       p = std::strstr(p + 1, kKernel)) {
+  for (const char* p = std::strstr(text, kKernel); p; p = std::strstr(p + 1, kKernel)) {
     const char* name = p + sizeof(kKernel) - 1;
     const char* end = name;
     while ((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
@@ -909,10 +882,9 @@ struct CommandBufferState {
     const std::string n(name, end);
     if (!Kernels().Find(n, &k)) {
       if (error) {
-        *error = MakeError(@"MTLLibraryErrorDomain",
-                           "halsim_metal: kernel '" + n +
-                               "' has no native build in '" +
-                               Kernels().dir() + "' (HALSIM_KERNEL_DIR)");
+        *error = MakeError(@"MTLLibraryErrorDomain", "halsim_metal: kernel '" + n +
+                                                         "' has no native build in '" +
+                                                         Kernels().dir() + "' (HALSIM_KERNEL_DIR)");
       }
       return nil;
     }
@@ -922,22 +894,19 @@ struct CommandBufferState {
   library->kernels_ = kernels.release();
   return library;
 }
-- (id<MTLComputePipelineState>)
-    newComputePipelineStateWithFunction:(id<MTLFunction>)function
-                                  error:(NSError**)error {
+- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)function
+                                                             error:(NSError**)error {
   if (!function) {
     if (error) *error = MakeError(@"MTLLibraryErrorDomain", "no function");
     return nil;
   }
   HalSimMTLPipeline* pipeline = [[HalSimMTLPipeline alloc] init];
-  pipeline->kernel_ =
-      new engine::Kernel(*((HalSimMTLFunction*)function)->kernel_);
+  pipeline->kernel_ = new engine::Kernel(*((HalSimMTLFunction*)function)->kernel_);
   return pipeline;
 }
 @end
 
-extern "C" __attribute__((visibility("default"))) id<MTLDevice>
-MTLCreateSystemDefaultDevice(void) {
+extern "C" __attribute__((visibility("default"))) id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
   E();  // configures the engine from the environment
   return [[HalSimMTLDevice alloc] init];
 }

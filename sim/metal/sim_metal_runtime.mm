@@ -57,8 +57,7 @@ void ReportAtExit() {
     std::fprintf(stderr,
                  "halsim_metal: %lld Metal objects leaked at exit (%s); "
                  "seed=%llu\n",
-                 (long long)total, list.c_str(),
-                 (unsigned long long)E().seed());
+                 (long long)total, list.c_str(), (unsigned long long)E().seed());
   }
 }
 
@@ -130,17 +129,15 @@ engine::Engine& E() {
     }
     if (const char* trace = Env("TRACE"); trace && *trace) {
       if (!e->SetTraceFile(trace)) {
-        std::fprintf(stderr, "halsim_metal: cannot write the trace to %s\n",
-                     trace);
+        std::fprintf(stderr, "halsim_metal: cannot write the trace to %s\n", trace);
       }
     }
     if (const char* faults = Env("FAULTS")) {
       FaultPlan plan;
       std::string error;
-      if (!FaultPlan::Parse(faults, &plan, &error) ||
-          !e->SetFaults(plan, &error)) {
-        std::fprintf(stderr, "halsim_metal: malformed HALSIM_FAULTS '%s': %s\n",
-                     faults, error.c_str());
+      if (!FaultPlan::Parse(faults, &plan, &error) || !e->SetFaults(plan, &error)) {
+        std::fprintf(stderr, "halsim_metal: malformed HALSIM_FAULTS '%s': %s\n", faults,
+                     error.c_str());
       }
     }
     std::atexit(ReportAtExit);
@@ -156,8 +153,8 @@ void Violation(const char* format, ...) {
   std::vsnprintf(text, sizeof(text), format, args);
   va_end(args);
   Acct().violations.fetch_add(1);
-  std::fprintf(stderr, "halsim_metal: Metal rule violated: %s; seed=%llu\n",
-               text, (unsigned long long)E().seed());
+  std::fprintf(stderr, "halsim_metal: Metal rule violated: %s; seed=%llu\n", text,
+               (unsigned long long)E().seed());
 }
 
 uint64_t ViolationCount() { return Acct().violations.load(); }
@@ -172,8 +169,6 @@ void CountFree(const char* class_name) {
   --Acct().live[class_name];
 }
 
-void RunOnCallbackThread(std::function<void()> fn) {
-  Callbacks().Post(std::move(fn));
-}
+void RunOnCallbackThread(std::function<void()> fn) { Callbacks().Post(std::move(fn)); }
 
 }  // namespace hal::sim::metal

@@ -32,18 +32,13 @@ typedef NS_ENUM(NSUInteger, MTLCPUCacheMode) {
 #define MTLResourceHazardTrackingModeShift 8
 
 typedef NS_OPTIONS(NSUInteger, MTLResourceOptions) {
-  MTLResourceCPUCacheModeDefaultCache = MTLCPUCacheModeDefaultCache
-                                        << MTLResourceCPUCacheModeShift,
+  MTLResourceCPUCacheModeDefaultCache = MTLCPUCacheModeDefaultCache << MTLResourceCPUCacheModeShift,
   MTLResourceCPUCacheModeWriteCombined = MTLCPUCacheModeWriteCombined
                                          << MTLResourceCPUCacheModeShift,
-  MTLResourceStorageModeShared = MTLStorageModeShared
-                                 << MTLResourceStorageModeShift,
-  MTLResourceStorageModeManaged = MTLStorageModeManaged
-                                  << MTLResourceStorageModeShift,
-  MTLResourceStorageModePrivate = MTLStorageModePrivate
-                                  << MTLResourceStorageModeShift,
-  MTLResourceHazardTrackingModeDefault = 0
-                                         << MTLResourceHazardTrackingModeShift,
+  MTLResourceStorageModeShared = MTLStorageModeShared << MTLResourceStorageModeShift,
+  MTLResourceStorageModeManaged = MTLStorageModeManaged << MTLResourceStorageModeShift,
+  MTLResourceStorageModePrivate = MTLStorageModePrivate << MTLResourceStorageModeShift,
+  MTLResourceHazardTrackingModeDefault = 0 << MTLResourceHazardTrackingModeShift,
 };
 
 typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
@@ -63,8 +58,7 @@ typedef struct {
   NSUInteger width, height, depth;
 } MTLSize;
 
-static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height,
-                                  NSUInteger depth) {
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
   MTLSize size = {width, height, depth};
   return size;
 }
@@ -118,12 +112,8 @@ static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height,
 
 @protocol MTLComputeCommandEncoder <MTLCommandEncoder>
 - (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
-- (void)setBuffer:(id<MTLBuffer>)buffer
-           offset:(NSUInteger)offset
-          atIndex:(NSUInteger)index;
-- (void)setBytes:(const void*)bytes
-          length:(NSUInteger)length
-         atIndex:(NSUInteger)index;
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
        threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
 - (void)dispatchThreadgroupsWithIndirectBuffer:(id<MTLBuffer>)indirectBuffer
@@ -139,8 +129,7 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 @end
 
 @class MTLSharedEventListener;
-typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>,
-                                                uint64_t value);
+typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>, uint64_t value);
 
 @protocol MTLSharedEvent <MTLEvent>
 @property(readwrite) uint64_t signaledValue;
@@ -172,15 +161,11 @@ typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>,
 @property(readonly) uint64_t recommendedMaxWorkingSetSize;
 @property(readonly) MTLSize maxThreadsPerThreadgroup;
 - (id<MTLCommandQueue>)newCommandQueue;
-- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length
-                             options:(MTLResourceOptions)options;
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
 - (id<MTLSharedEvent>)newSharedEvent;
-- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source
-                               options:(id)options
-                                 error:(NSError**)error;
-- (id<MTLComputePipelineState>)
-    newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
-                                  error:(NSError**)error;
+- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source options:(id)options error:(NSError**)error;
+- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                                             error:(NSError**)error;
 @end
 
 // --- Classes and functions. -------------------------------------------------

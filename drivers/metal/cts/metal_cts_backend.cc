@@ -10,9 +10,8 @@ void RegisterMetalCtsBackend() {
   b.default_uri = "metal://?queues=4";
   // Not yet (docs/drivers/metal.md): import; no dispatch bounds
   // checks (Metal binds a buffer with no length).
-  b.tags = {kTagFiles,    kTagAlloca,   kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory,
-            kTagDispatch};
+  b.tags = {kTagFiles,      kTagAlloca,           kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
   RegisterBackend(std::move(b));
 }
 

@@ -66,8 +66,7 @@ TEST_F(SimMetal, BlitFillAndCopyRun) {
 }
 
 TEST_F(SimMetal, PrivateBufferHasNoContents) {
-  id<MTLBuffer> p = [device_ newBufferWithLength:16
-                                         options:MTLResourceStorageModePrivate];
+  id<MTLBuffer> p = [device_ newBufferWithLength:16 options:MTLResourceStorageModePrivate];
   EXPECT_EQ([p contents], nullptr);
   EXPECT_EQ([p storageMode], MTLStorageModePrivate);
   [p release];
@@ -89,17 +88,13 @@ TEST_F(SimMetal, CommitWithActiveEncoderAndTwiceAreReported) {
   id<MTLCommandBuffer> cb = [queue_ commandBuffer];
   id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
   std::string err = Stderr([&] { [cb commit]; });
-  EXPECT_NE(err.find("commit while an encoder is active"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("commit while an encoder is active"), std::string::npos) << err;
   [blit endEncoding];
   [cb waitUntilCompleted];
   err = Stderr([&] { [cb commit]; });
-  EXPECT_NE(err.find("commit of a command buffer committed already"),
-            std::string::npos)
-      << err;
+  EXPECT_NE(err.find("commit of a command buffer committed already"), std::string::npos) << err;
   err = Stderr([&] { EXPECT_EQ([cb blitCommandEncoder], nil); });
-  EXPECT_NE(err.find("blitCommandEncoder on a command buffer after commit"),
-            std::string::npos)
+  EXPECT_NE(err.find("blitCommandEncoder on a command buffer after commit"), std::string::npos)
       << err;
 }
 
@@ -107,11 +102,8 @@ TEST_F(SimMetal, UnalignedBlitFillIsReportedAndFailsTheCommandBuffer) {
   id<MTLBuffer> a = Shared(64);
   id<MTLCommandBuffer> cb = [queue_ commandBuffer];
   id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
-  std::string err = Stderr(
-      [&] { [blit fillBuffer:a range:NSMakeRange(2, 8) value:1]; });
-  EXPECT_NE(err.find("must be nonzero multiples of 4 on macOS"),
-            std::string::npos)
-      << err;
+  std::string err = Stderr([&] { [blit fillBuffer:a range:NSMakeRange(2, 8) value:1]; });
+  EXPECT_NE(err.find("must be nonzero multiples of 4 on macOS"), std::string::npos) << err;
   [blit endEncoding];
   [cb commit];
   [cb waitUntilCompleted];
@@ -123,9 +115,7 @@ TEST_F(SimMetal, OverReleaseIsReported) {
   id<MTLSharedEvent> e = [device_ newSharedEvent];
   [e release];
   std::string err = Stderr([&] { [e release]; });
-  EXPECT_NE(err.find("over-release of a HalSimMTLSharedEvent"),
-            std::string::npos)
-      << err;
+  EXPECT_NE(err.find("over-release of a HalSimMTLSharedEvent"), std::string::npos) << err;
 }
 
 TEST_F(SimMetal, EncodedEventsOrderQueuesAndListenersRunOnTheirThread) {
@@ -183,7 +173,9 @@ TEST_F(SimMetal, HostSignalReleasesAnEncodedWait) {
   [cb encodeWaitForEvent:e value:5];
   std::atomic<bool> done_flag{false};
   std::atomic<bool>* done = &done_flag;
-  [cb addCompletedHandler:^(id<MTLCommandBuffer>) { *done = true; }];
+  [cb addCompletedHandler:^(id<MTLCommandBuffer>) {
+    *done = true;
+  }];
   [cb commit];
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(done->load());
@@ -195,21 +187,19 @@ TEST_F(SimMetal, HostSignalReleasesAnEncodedWait) {
 
 TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
   NSError* error = nil;
-  id<MTLLibrary> bad =
-      [device_ newLibraryWithSource:@"kernel void no_such_kernel(device uint* "
-                                    @"b [[buffer(0)]]) {}"
-                            options:nil
-                              error:&error];
+  id<MTLLibrary> bad = [device_ newLibraryWithSource:@"kernel void no_such_kernel(device uint* "
+                                                     @"b [[buffer(0)]]) {}"
+                                             options:nil
+                                               error:&error];
   EXPECT_EQ(bad, nil);
   ASSERT_NE(error, nil);
   EXPECT_NE(std::string([[error localizedDescription] UTF8String])
                 .find("'no_such_kernel' has no native build"),
             std::string::npos);
-  id<MTLLibrary> lib =
-      [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
-                                    @"[[buffer(0)]]) {}"
-                            options:nil
-                              error:&error];
+  id<MTLLibrary> lib = [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
+                                                     @"[[buffer(0)]]) {}"
+                                             options:nil
+                                               error:&error];
   ASSERT_NE(lib, nil);
   id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
   ASSERT_NE(f, nil);
