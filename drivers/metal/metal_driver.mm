@@ -644,6 +644,8 @@ class MetalDevice final : public Device {
   }
 
   // Called when a host wait of `op` is reached (OK) or failed.
+  MetalWaitCounts wait_counts() const { return {encoded_waits_.load(), host_waits_.load()}; }
+
   // The first failure decides: the other host waits are cancelled.
   void HostWaitDone(MetalOp* op, const Status& status) {
     bool first_failure = false;
@@ -878,8 +880,10 @@ class MetalDevice final : public Device {
         if (m && m->pending_signal() >= w.value) {
           [cb encodeWaitForEvent:m->event() value:w.value];
           op->device_waits.emplace_back(Ref<Semaphore>(w.semaphore), w.value);
+          encoded_waits_.fetch_add(1, std::memory_order_relaxed);
         } else {
           host_waits.push_back(w);
+          host_waits_.fetch_add(1, std::memory_order_relaxed);
         }
       }
       utils::RetainPoints(signal, &op->signals);
@@ -1091,11 +1095,18 @@ class MetalDevice final : public Device {
   std::mutex mutex_;
   std::condition_variable idle_cv_;
   int64_t in_flight_ = 0;
+  std::atomic<uint64_t> encoded_waits_{0}, host_waits_{0};
   std::set<MetalOp*> held_;                               // waiting for a host wait
   std::vector<std::unique_ptr<HostCallWorker>> workers_;  // per queue
 };
 
 }  // namespace
+
+StatusOr<MetalWaitCounts> GetMetalWaitCounts(Device* device) {
+  auto* metal = dynamic_cast<MetalDevice*>(device);
+  if (!metal) return InvalidArgumentError("not a Metal device");
+  return metal->wait_counts();
+}
 
 Status RegisterMetalDriver(DriverRegistry* registry) {
   DriverFactory factory;
