@@ -185,7 +185,9 @@ TEST_F(SimMetal, HostSignalReleasesAnEncodedWait) {
   [e release];
 }
 
-TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
+// Its own ctest (unit.metal-sim.library_error): GNUstep's first NSError
+// leaves 24 bytes LeakSanitizer reports (sim/metal/lsan_nserror.txt).
+TEST_F(SimMetal, MslKernelWithoutNativeBuildIsALibraryError) {
   NSError* error = nil;
   id<MTLLibrary> bad = [device_ newLibraryWithSource:@"kernel void no_such_kernel(device uint* "
                                                      @"b [[buffer(0)]]) {}"
@@ -196,11 +198,16 @@ TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
   EXPECT_NE(std::string([[error localizedDescription] UTF8String])
                 .find("'no_such_kernel' has no native build"),
             std::string::npos);
+}
+
+TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
+  NSError* error = nil;
   id<MTLLibrary> lib = [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
                                                      @"[[buffer(0)]]) {}"
                                              options:nil
                                                error:&error];
   ASSERT_NE(lib, nil);
+  EXPECT_EQ(error, nil);
   id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
   ASSERT_NE(f, nil);
   EXPECT_EQ([lib newFunctionWithName:@"copy"], nil);
