@@ -13,12 +13,18 @@
 //     the others are reached (NotifyAt), so that work waiting for a value
 //     nobody has submitted yet never blocks its Metal queue;
 //   * a queue operation is one MTLCommandBuffer: encoded waits, its work in
-//     blit encoders (a new encoder after each barrier), encoded signals;
-//     its completion handler ends the HAL signal points (payload, or the
-//     failure of the command buffer or of a wait);
+//     blit and compute encoders (a new encoder after each barrier), encoded
+//     signals. A shared-event listener raises the HAL payload when the
+//     event is signalled; the completion handler fails the signals of a
+//     failed command buffer. Values signalled from the host (alloca,
+//     dealloca, host calls) are not encoded: the host signals them;
 //   * fill with a pattern Metal's blit fill cannot take (a 2- or 4-byte
 //     pattern, or a range that is not 4-byte aligned) and update go through
-//     a Shared staging buffer and blit copies.
+//     a Shared staging buffer and blit copies; files through a Shared
+//     staging buffer (hal/utils/file_staging.h);
+//   * executables: a MTLLibrary per MSL module, a pipeline per export;
+//     dispatch with dispatchThreadgroups (binding i at buffer index i, the
+//     constants at index 30, the export's workgroup size per threadgroup).
 #import "Metal/Metal.h"
 
 #include <atomic>
