@@ -792,6 +792,28 @@ Status HsaApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
   return OkStatus();
 }
 
+Status HsaApi::CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
+                                   uint32_t constants) {
+  auto* f = static_cast<HsaFunction*>(function);
+  if (f->args.size() > uint64_t{bindings} + constants) {
+    return InvalidArgumentError(
+        "amdgpu: kernel '%s': the code object's metadata lists %zu explicit "
+        "arguments, but the export has %u binding(s) and %u constant(s)",
+        f->name.c_str(), f->args.size(), bindings, constants);
+  }
+  for (size_t i = 0; i < f->args.size(); ++i) {
+    const uint32_t limit = i < bindings ? 8 : 4;
+    if (f->args[i].size > limit) {
+      return InvalidArgumentError(
+          "amdgpu: kernel '%s': explicit argument %zu is %u bytes in the code "
+          "object's metadata, but the export passes a %u-byte %s there",
+          f->name.c_str(), i, f->args[i].size, limit,
+          i < bindings ? "binding pointer" : "constant");
+    }
+  }
+  return OkStatus();
+}
+
 Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
                             const uint32_t block[3], uint32_t shared_memory,
                             gpu::GpuStream stream, void** params) {
@@ -808,7 +830,8 @@ Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
     return InvalidArgumentError("amdgpu: workgroups of more than 1024 items");
   }
   // The explicit arguments, at the offsets the metadata gives; params holds
-  // one pointer per argument (read now).
+  // one pointer per argument (read now; CheckFunctionParams made sure there
+  // are no more arguments than params, and none wider than its param).
   uint8_t args[kKernargSlotBytes] = {};
   for (size_t i = 0; i < f->args.size(); ++i) {
     std::memcpy(args + f->args[i].offset, params[i], f->args[i].size);

@@ -76,6 +76,12 @@ class HsaApi final : public gpu::GpuApi {
 
   const char* name() const override { return "amdgpu"; }
   HAL_GPU_API_OVERRIDES
+  // The code object's metadata must list at most `bindings` + `constants`
+  // explicit arguments, pointers (8 bytes) then 32-bit constants: LaunchKernel
+  // reads one params entry per listed argument, so a longer list would read
+  // past the GPU layer's array.
+  Status CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
+                             uint32_t constants) override;
   bool SupportsAsyncAlloc() const override { return false; }
   ExecutableFormat module_format() const override {
     return ExecutableFormat::kAmdgpuCodeObject;

@@ -105,6 +105,13 @@ class GpuApi {
   // NOT_FOUND-like API errors when the module has no such kernel.
   virtual Status ModuleGetFunction(GpuModule module, const char* name,
                                    GpuFunction* out) = 0;
+  // At prepare time: INVALID_ARGUMENT unless `function` takes at most
+  // `bindings` pointers then `constants` 32-bit values (what LaunchKernel's
+  // params hold).
+  virtual Status CheckFunctionParams(GpuFunction, uint32_t bindings,
+                                     uint32_t constants) {
+    return OkStatus();
+  }
   // Enqueues `function` over a grid of `grid` blocks of `block` threads with
   // `shared_memory` bytes of dynamic shared memory. `params` holds one
   // pointer per kernel parameter, read during the call.

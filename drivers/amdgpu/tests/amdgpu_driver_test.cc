@@ -16,6 +16,7 @@
 #include "drivers/amdgpu/amdgpu_status.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
 #include "hal/driver.h"
+#include "hal/executable.h"
 #include "sim/core/sim_random.h"
 
 namespace hal::amdgpu {
@@ -616,6 +617,52 @@ TEST(AmdgpuCodeObject, MetadataLayoutsAndMalformedInput) {
           << "seed " << seed << ", case " << i << ": " << r.status().ToString();
     }
   }
+}
+
+// An executable whose export passes fewer parameters than the code
+// object's metadata lists (or a constant where a pointer is) is rejected at
+// prepare time: dispatching it would read past the parameter array.
+TEST_F(AmdgpuSim, ExportWithFewerParamsThanTheKernelIsRejected) {
+  const std::string path =
+      std::string(HAL_AMDGPU_TEST_KERNELS_DIR) + "/modules/basic_kernels.hsaco";
+  std::vector<uint8_t> elf = ReadFile(path);
+  if (elf.empty()) GTEST_SKIP() << path << " was not built (no amdgcn clang)";
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  // "fill" takes one pointer and two constants (see the test below).
+  auto prepare = [&](uint32_t bindings, uint32_t constants) {
+    ExecutableData data;
+    data.format = ExecutableFormat::kAmdgpuCodeObject;
+    ExecutableModule m;
+    m.code = elf;
+    m.isa = "amdgcn-amd-amdhsa--gfx90a";
+    data.modules.push_back(m);
+    FunctionInfo f;
+    f.name = "fill";
+    f.workgroup_size[0] = 64;
+    f.binding_count = bindings;
+    f.constant_count = constants;
+    f.binding_flags.assign(bindings, BindingFlags::kNone);
+    data.functions.push_back(f);
+    std::vector<uint8_t> bytes = SerializeExecutable(data);
+    ExecutableParams params;
+    params.data = bytes;
+    return (*cache)->Prepare(params).status();
+  };
+  EXPECT_TRUE(prepare(1, 2).ok()) << prepare(1, 2).ToString();
+  Status fewer = prepare(1, 1);
+  EXPECT_EQ(fewer.code(), StatusCode::kInvalidArgument) << fewer.ToString();
+  EXPECT_NE(fewer.message().find("lists 3 explicit arguments"),
+            std::string::npos)
+      << fewer.ToString();
+  EXPECT_EQ(prepare(0, 0).code(), StatusCode::kInvalidArgument);
+  // The pointer's 8 bytes where the export passes a 32-bit constant.
+  Status narrow = prepare(0, 3);
+  EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument) << narrow.ToString();
+  EXPECT_NE(narrow.message().find("8 bytes"), std::string::npos)
+      << narrow.ToString();
 }
 
 // Debian's real library: every required symbol resolves. Skips when the
