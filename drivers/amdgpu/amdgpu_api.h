@@ -52,8 +52,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
+#include "drivers/amdgpu/amdgpu_block_pool.h"
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/gpu/gpu_api.h"
 
@@ -90,6 +92,18 @@ class HsaApi final : public gpu::GpuApi {
   // Packets per AQL queue, and kernel-argument bytes per packet.
   static constexpr uint32_t kQueueSize = 4096;
   static constexpr uint32_t kKernargSlotBytes = 256;
+  // Bytes of a queue's staging ring (copies from pageable host memory:
+  // update payloads); larger copies are staged in their own allocation.
+  static constexpr uint64_t kStagingRingBytes = 256 * 1024;
+  // Device-local blocks are at least this large (a multiple of the pool's
+  // allocation granule); device buffers are aligned to kBufferAlignment.
+  static constexpr size_t kMinBlockBytes = size_t{1} << 20;
+  static constexpr size_t kBufferAlignment = 256;
+
+  // The device-local block pool of agent `i` (tests and statistics).
+  const AmdgpuBlockPool& device_blocks(size_t i) const {
+    return *agents_[i].blocks;
+  }
 
   // A kernel of a loaded executable (HSA_EXECUTABLE_SYMBOL_INFO_*).
   struct Kernel {
@@ -103,12 +117,16 @@ class HsaApi final : public gpu::GpuApi {
   struct Agent {
     hsa_agent_t agent = {};
     hsa_amd_memory_pool_t device_pool = {};
+    // Device-local buffers: suballocated from granule-sized blocks of
+    // device_pool (amdgpu_block_pool.h).
+    std::unique_ptr<AmdgpuBlockPool> blocks;
     Kernel blit_fill, blit_copy;
   };
 
   HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
       : syms_(std::move(syms)), cpu_(cpu) {}
   Status Initialize();
+  Status CreateBlockPool(size_t i);
   Status LoadDeviceLibrary();
   // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
   // the packet's kernel-argument slot); the header is stored last.
@@ -119,8 +137,17 @@ class HsaApi final : public gpu::GpuApi {
   Status Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t dynamic_shared,
                   const void* kernargs, size_t kernarg_bytes);
+  // As Dispatch, with s->mutex held.
+  Status DispatchLocked(HsaStream* s, const Kernel& k, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t dynamic_shared,
+                        const void* kernargs, size_t kernarg_bytes);
+  // Copies `size` bytes of pageable host memory into s's staging ring for
+  // the queue's next packet (s->mutex held); the GPU address, or 0 when the
+  // copy does not fit the ring.
+  StatusOr<uint64_t> StageLocked(HsaStream* s, const void* src, size_t size);
   Status WaitEpoch(HsaStream* s, uint64_t packets);
-  // Frees the gates and staging of completed packets (s->mutex held).
+  // Frees the gates, staging and staging-ring space of completed packets
+  // (s->mutex held).
   void Reclaim(HsaStream* s);
 
   std::shared_ptr<const HsaSymbols> syms_;
@@ -138,6 +165,7 @@ class HsaApi final : public gpu::GpuApi {
   std::mutex memory_mutex_;
   std::map<uintptr_t, size_t> accessible_;
   std::map<void*, void*> registered_;  // host pointer -> agent pointer
+  std::set<void*> managed_;            // MemAllocManaged allocations
 };
 
 }  // namespace hal::amdgpu

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -261,6 +262,72 @@ TEST_F(AmdgpuSim, RingWrapsAround) {
   }
   EXPECT_TRUE(api->MemFreeHost(host).ok());
   EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
+// Copies from pageable memory (update payloads) go through the queue's
+// staging ring: more than the ring holds, without a wait between, so the
+// writer reuses ring space only once the epoch passed the packet that used
+// it; each payload is captured when the call is made.
+TEST_F(AmdgpuSim, StagingRingWrapsAndReusesAfterTheEpoch) {
+  REQUIRE_DEVICE_LIBRARY();
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  gpu::GpuStream stream = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&stream).ok());
+  constexpr size_t kChunk = 4096;
+  constexpr size_t kSlots = 64;
+  constexpr uint32_t kCopies = 3 * HsaApi::kStagingRingBytes / kChunk + 7;
+  gpu::GpuDevicePtr device = 0;
+  ASSERT_TRUE(api->MemAllocDevice(kSlots * kChunk, &device).ok());
+  std::vector<uint8_t> payload(kChunk);
+  for (uint32_t i = 0; i < kCopies; ++i) {
+    std::fill(payload.begin(), payload.end(), static_cast<uint8_t>(i));
+    ASSERT_TRUE(
+        api->MemcpyAsync(device + (i % kSlots) * kChunk,
+                         reinterpret_cast<gpu::GpuDevicePtr>(payload.data()),
+                         kChunk, stream)
+            .ok())
+        << i;
+  }
+  std::fill(payload.begin(), payload.end(), 0xEE);  // captured already
+  void* host = nullptr;
+  ASSERT_TRUE(api->MemAllocHost(kSlots * kChunk, &host).ok());
+  ASSERT_TRUE(api->MemcpyAsync(reinterpret_cast<gpu::GpuDevicePtr>(host),
+                               device, kSlots * kChunk, stream)
+                  .ok());
+  ASSERT_TRUE(api->StreamSynchronize(stream).ok());
+  for (size_t slot = 0; slot < kSlots; ++slot) {
+    const uint32_t last = kCopies - 1 - ((kCopies - 1 - slot) % kSlots);
+    const uint8_t* bytes = static_cast<uint8_t*>(host) + slot * kChunk;
+    ASSERT_EQ(bytes[0], static_cast<uint8_t>(last)) << "slot " << slot;
+    ASSERT_EQ(bytes[kChunk - 1], static_cast<uint8_t>(last)) << "slot " << slot;
+  }
+  EXPECT_TRUE(api->MemFreeHost(host).ok());
+  EXPECT_TRUE(api->MemFreeDevice(device).ok());
+  EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
+// Device buffers are suballocated: a hundred small buffers take one block
+// of the device pool, and freeing them keeps it as the spare.
+TEST_F(AmdgpuSim, DeviceBuffersComeFromBlocks) {
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  const AmdgpuBlockPool& pool = api->device_blocks(0);
+  const uint64_t before = pool.stats().backing_allocs;
+  std::vector<gpu::GpuDevicePtr> buffers;
+  for (int i = 0; i < 100; ++i) {
+    gpu::GpuDevicePtr p = 0;
+    ASSERT_TRUE(api->MemAllocDevice(4096, &p).ok()) << i;
+    ASSERT_EQ(p % HsaApi::kBufferAlignment, 0u);
+    buffers.push_back(p);
+  }
+  EXPECT_EQ(pool.stats().backing_allocs - before, 1u);
+  EXPECT_EQ(pool.stats().allocations, 100u);
+  for (gpu::GpuDevicePtr p : buffers) ASSERT_TRUE(api->MemFreeDevice(p).ok());
+  EXPECT_EQ(pool.stats().allocations, 0u);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+  EXPECT_EQ(api->MemFreeDevice(buffers[0]).code(), StatusCode::kNotFound)
+      << "a second free";
 }
 
 // A missing barrier packet is caught by a seed sweep: without the stream
