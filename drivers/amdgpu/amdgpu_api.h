@@ -5,8 +5,9 @@
 // Streams are placed on the agents in turn, by pairs (the GPU layer creates
 // each HAL queue's work stream and callback stream together), so HAL queue
 // i runs on agent i % agents and queue affinity spreads work over the
-// agents. Device memory comes from the first agent's pool and every buffer
-// is granted to every agent (hsa_amd_agents_allow_access); executables and
+// agents. Device buffers are suballocated from blocks of the first agent's
+// pool (amdgpu_block_pool.h), each block granted to every agent
+// (hsa_amd_agents_allow_access); executables and
 // the device library are loaded on every agent, and a dispatch uses the
 // kernel object of its stream's agent. Signals are system-wide, so a wait
 // across agents is the same BARRIER_VALUE packet as within one.
@@ -33,8 +34,10 @@
 //   * Copies and fills are the device library's blit kernels
 //     (device/amdgpu_blit_kernels.c), loaded on the agent at creation. A
 //     copy from host memory the GPU cannot reach (pageable memory: an
-//     update's payload) is staged now through fine-grained memory that is
-//     freed once the packet completed.
+//     update's payload) is copied now into the queue's staging ring
+//     (amdgpu_ring.h: absolute positions, space reused once the epoch
+//     passed the packet that used it), or for copies larger than the ring
+//     into fine-grained memory freed once the packet completed.
 //   * Host waits re-check their condition after every hsa_signal_wait
 //     return: HSA allows spurious returns.
 //
