@@ -161,7 +161,7 @@ StatusOr<std::shared_ptr<HsaApi>> HsaApi::Create(
 HsaApi::~HsaApi() {
   if (device_library_) ModuleUnload(device_library_).IgnoreError();
   // The block pools return their blocks while syms_ is alive.
-  for (Agent& a : agents_) a.blocks.reset();
+  pools_.clear();
 }
 
 size_t HsaApi::StreamAgent(gpu::GpuStream stream) {
@@ -180,7 +180,7 @@ Status HsaApi::Initialize() {
           i, kHsaHint);
     }
     agents_[i].device_pool = device.found;
-    HAL_RETURN_IF_ERROR(CreateBlockPool(i));
+    HAL_RETURN_IF_ERROR(ReadGranule(i));
   }
   PoolSearch host{syms_.get(), false};
   HSA(hsa_amd_agent_iterate_memory_pools(cpu_, FindPool, &host),
@@ -194,7 +194,7 @@ Status HsaApi::Initialize() {
   return LoadDeviceLibrary();
 }
 
-Status HsaApi::CreateBlockPool(size_t i) {
+Status HsaApi::ReadGranule(size_t i) {
   size_t granule = 0;
   HSA(hsa_amd_memory_pool_get_info(
           agents_[i].device_pool,
@@ -206,20 +206,61 @@ Status HsaApi::CreateBlockPool(size_t i) {
         "bytes (not a power of two)",
         i, granule);
   }
+  agents_[i].granule = granule;
+  return OkStatus();
+}
+
+uint64_t HsaApi::AgentMask(uint64_t queue_affinity) const {
+  const size_t n = agents_.size();
+  const uint64_t all = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  uint64_t mask = 0;
+  for (size_t q = 0; q < 64 && mask != all; ++q) {
+    if (queue_affinity & (uint64_t{1} << q)) mask |= uint64_t{1} << (q % n);
+  }
+  return mask ? mask : all;
+}
+
+Status HsaApi::AllowAgents(uint64_t agent_mask, void* p, size_t size) {
+  std::vector<hsa_agent_t> agents;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    if (agent_mask & (uint64_t{1} << i)) agents.push_back(agents_[i].agent);
+  }
+  hsa_status_t r = HsaInjectedError("hsa_amd_agents_allow_access");
+  if (r == HSA_STATUS_SUCCESS) {
+    r = syms_->hsa_amd_agents_allow_access(static_cast<uint32_t>(agents.size()),
+                                           agents.data(), nullptr, p);
+  }
+  if (r != HSA_STATUS_SUCCESS) {
+    return HsaStatusToStatus(syms_.get(), r, "hsa_amd_agents_allow_access",
+                             "granting %zu GPU agent(s) %zu bytes",
+                             agents.size(), size);
+  }
+  return OkStatus();
+}
+
+StatusOr<AmdgpuBlockPool*> HsaApi::PoolFor(uint64_t agent_mask) {
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  auto& pool = pools_[agent_mask];
+  if (pool) return pool.get();
+  // Placed on the lowest agent of the mask; the others are granted access.
+  size_t home = 0;
+  while (!(agent_mask & (uint64_t{1} << home))) ++home;
+  const size_t granule = agents_[home].granule;
   AmdgpuBlockPool::Options options;
   options.block_alignment = granule;
   options.block_size = (kMinBlockBytes + granule - 1) / granule * granule;
   options.min_alignment = std::min(kBufferAlignment, granule);
   AmdgpuBlockPool::Backing backing;
   // The pool's lock is held: these make HSA calls and take memory_mutex_
-  // only (never the pool's).
-  backing.allocate = [this, i](size_t size) -> StatusOr<uint64_t> {
+  // only (never a pool's).
+  backing.allocate = [this, home,
+                      agent_mask](size_t size) -> StatusOr<uint64_t> {
     void* p = nullptr;
-    HSA(hsa_amd_memory_pool_allocate(agents_[i].device_pool, size, 0, &p),
-        "allocating a %zu-byte block of device memory", size);
-    if (agents_.size() > 1) {
-      // Every agent of the logical device may use it.
-      Status st = AllowAllAgents(p, size);
+    HSA(hsa_amd_memory_pool_allocate(agents_[home].device_pool, size, 0, &p),
+        "allocating a %zu-byte block of device memory on GPU agent %zu", size,
+        home);
+    if (agent_mask != (uint64_t{1} << home)) {
+      Status st = AllowAgents(agent_mask, p, size);
       if (!st.ok()) {
         syms_->hsa_amd_memory_pool_free(p);
         return st;
@@ -233,9 +274,19 @@ Status HsaApi::CreateBlockPool(size_t i) {
     Untrack(p);
     syms_->hsa_amd_memory_pool_free(p);
   };
-  HAL_ASSIGN_OR_RETURN(agents_[i].blocks,
-                       AmdgpuBlockPool::Create(options, std::move(backing)));
-  return OkStatus();
+  auto created = AmdgpuBlockPool::Create(options, std::move(backing));
+  if (!created.ok()) {
+    pools_.erase(agent_mask);
+    return created.status();
+  }
+  pool = std::move(*created);
+  return pool.get();
+}
+
+const AmdgpuBlockPool* HsaApi::device_blocks(uint64_t agent_mask) {
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  auto it = pools_.find(agent_mask);
+  return it == pools_.end() ? nullptr : it->second.get();
 }
 
 Status HsaApi::LoadDeviceLibrary() {
@@ -575,10 +626,16 @@ Status HsaApi::LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
 }
 
 Status HsaApi::MemAllocDevice(size_t size, gpu::GpuDevicePtr* out) {
+  return MemAllocDeviceFor(size, ~uint64_t{0}, out);
+}
+
+Status HsaApi::MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                                 gpu::GpuDevicePtr* out) {
   // A suballocation of a block (or a dedicated block for large buffers),
-  // already granted to every agent and tracked as GPU-reachable.
-  HAL_ASSIGN_OR_RETURN(*out,
-                       agents_[0].blocks->Allocate(size, kBufferAlignment));
+  // already granted to the affinity's agents and tracked as GPU-reachable.
+  HAL_ASSIGN_OR_RETURN(AmdgpuBlockPool * pool,
+                       PoolFor(AgentMask(queue_affinity)));
+  HAL_ASSIGN_OR_RETURN(*out, pool->Allocate(size, kBufferAlignment));
   return OkStatus();
 }
 
@@ -595,8 +652,11 @@ Status HsaApi::MemAllocManaged(size_t size, gpu::GpuDevicePtr* out) {
 }
 
 Status HsaApi::MemFreeDevice(gpu::GpuDevicePtr ptr) {
-  for (Agent& a : agents_) {
-    if (a.blocks->Owns(ptr)) return a.blocks->Free(ptr);
+  {
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    for (auto& [mask, pool] : pools_) {
+      if (pool->Owns(ptr)) return pool->Free(ptr);
+    }
   }
   // Managed memory (MemAllocManaged): its own host-pool allocation.
   void* p = reinterpret_cast<void*>(ptr);

@@ -5,9 +5,9 @@
 // Streams are placed on the agents in turn, by pairs (the GPU layer creates
 // each HAL queue's work stream and callback stream together), so HAL queue
 // i runs on agent i % agents and queue affinity spreads work over the
-// agents. Device buffers are suballocated from blocks of the first agent's
-// pool (amdgpu_block_pool.h), each block granted to every agent
-// (hsa_amd_agents_allow_access); executables and
+// agents. Device buffers are suballocated from blocks (amdgpu_block_pool.h)
+// placed on the first agent of the buffer's queue affinity and granted to
+// that affinity's agents only (hsa_amd_agents_allow_access); executables and
 // the device library are loaded on every agent, and a dispatch uses the
 // kernel object of its stream's agent. Signals are system-wide, so a wait
 // across agents is the same BARRIER_VALUE packet as within one.
@@ -103,10 +103,14 @@ class HsaApi final : public gpu::GpuApi {
   static constexpr size_t kMinBlockBytes = size_t{1} << 20;
   static constexpr size_t kBufferAlignment = 256;
 
-  // The device-local block pool of agent `i` (tests and statistics).
-  const AmdgpuBlockPool& device_blocks(size_t i) const {
-    return *agents_[i].blocks;
-  }
+  // The agents (bit i: agent i) of the HAL queues in `queue_affinity`:
+  // HAL queue q runs on agent q % agent_count (streams go by pairs).
+  uint64_t AgentMask(uint64_t queue_affinity) const;
+  // The device-local block pool for the agents of `agent_mask` (tests and
+  // statistics); null before its first allocation.
+  const AmdgpuBlockPool* device_blocks(uint64_t agent_mask);
+  Status MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                           gpu::GpuDevicePtr* out) override;
 
   // A kernel of a loaded executable (HSA_EXECUTABLE_SYMBOL_INFO_*).
   struct Kernel {
@@ -120,16 +124,19 @@ class HsaApi final : public gpu::GpuApi {
   struct Agent {
     hsa_agent_t agent = {};
     hsa_amd_memory_pool_t device_pool = {};
-    // Device-local buffers: suballocated from granule-sized blocks of
-    // device_pool (amdgpu_block_pool.h).
-    std::unique_ptr<AmdgpuBlockPool> blocks;
+    size_t granule = 0;  // device_pool's RUNTIME_ALLOC_GRANULE
     Kernel blit_fill, blit_copy;
   };
 
   HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
       : syms_(std::move(syms)), cpu_(cpu) {}
   Status Initialize();
-  Status CreateBlockPool(size_t i);
+  Status ReadGranule(size_t i);
+  // The block pool of `agent_mask` (created on first use): blocks of the
+  // lowest agent's device pool, granted to the agents of the mask.
+  StatusOr<AmdgpuBlockPool*> PoolFor(uint64_t agent_mask);
+  // Grants the agents of `agent_mask` access to `p` (pool memory).
+  Status AllowAgents(uint64_t agent_mask, void* p, size_t size);
   Status LoadDeviceLibrary();
   // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
   // the packet's kernel-argument slot); the header is stored last.
@@ -169,6 +176,10 @@ class HsaApi final : public gpu::GpuApi {
   std::map<uintptr_t, size_t> accessible_;
   std::map<void*, void*> registered_;  // host pointer -> agent pointer
   std::set<void*> managed_;            // MemAllocManaged allocations
+  // Device-local buffers: one block pool per set of agents that use them
+  // (amdgpu_block_pool.h), keyed by agent mask.
+  std::mutex pools_mutex_;
+  std::map<uint64_t, std::unique_ptr<AmdgpuBlockPool>> pools_;
 };
 
 }  // namespace hal::amdgpu

@@ -68,6 +68,11 @@ class GpuApi {
 
   // Memory. Sizes are > 0 (callers handle empty buffers).
   virtual Status MemAllocDevice(size_t size, GpuDevicePtr* out) = 0;
+  // As MemAllocDevice, for the queues of `queue_affinity` (placement hint).
+  virtual Status MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                                   GpuDevicePtr* out) {
+    return MemAllocDevice(size, out);
+  }
   virtual Status MemAllocManaged(size_t size, GpuDevicePtr* out) = 0;
   virtual Status MemFreeDevice(GpuDevicePtr ptr) = 0;  // device and managed
   virtual Status MemAllocHost(size_t size, void** out) = 0;

@@ -312,16 +312,19 @@ TEST_F(AmdgpuSim, StagingRingWrapsAndReusesAfterTheEpoch) {
 TEST_F(AmdgpuSim, DeviceBuffersComeFromBlocks) {
   std::shared_ptr<HsaApi> api = OpenSimApi();
   ASSERT_TRUE(api);
-  const AmdgpuBlockPool& pool = api->device_blocks(0);
-  const uint64_t before = pool.stats().backing_allocs;
   std::vector<gpu::GpuDevicePtr> buffers;
   for (int i = 0; i < 100; ++i) {
     gpu::GpuDevicePtr p = 0;
     ASSERT_TRUE(api->MemAllocDevice(4096, &p).ok()) << i;
+    if (i == 0) {
+      ASSERT_NE(api->device_blocks(1), nullptr);
+      ASSERT_EQ(api->device_blocks(1)->stats().backing_allocs, 1u);
+    }
     ASSERT_EQ(p % HsaApi::kBufferAlignment, 0u);
     buffers.push_back(p);
   }
-  EXPECT_EQ(pool.stats().backing_allocs - before, 1u);
+  const AmdgpuBlockPool& pool = *api->device_blocks(1);
+  EXPECT_EQ(pool.stats().backing_allocs, 1u);
   EXPECT_EQ(pool.stats().allocations, 100u);
   for (gpu::GpuDevicePtr p : buffers) ASSERT_TRUE(api->MemFreeDevice(p).ok());
   EXPECT_EQ(pool.stats().allocations, 0u);
@@ -614,6 +617,45 @@ TEST_F(AmdgpuSimGroup, CrossDeviceChainMakesNoHostRoundTrip) {
 // ROCR_VISIBLE_DEVICES=1 over two simulated agents (set by the ctest entry;
 // skipped otherwise): only physical agent 1 is visible, renumbered 0, with
 // its own stable UUID.
+// A buffer is placed on, and granted to, the agents of its queue affinity
+// only: on amdgpu://0,1 (HAL queue q on agent q % 2) a buffer for queue 1
+// is filled on queue 1, and the same fill on queue 0 (agent 0) is the
+// simulator's access violation.
+TEST_F(AmdgpuSimGroup, BufferIsGrantedOnlyToItsAffinitysAgents) {
+  REQUIRE_DEVICE_LIBRARY();
+  DeviceUri uri = SimUri("queues=2");
+  uri.devices = {"0", "1"};
+  auto device = CreateAmdgpuDevice(uri);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  params.queue_affinity = uint64_t{1} << 1;
+  auto buffer = (*device)->allocator()->AllocateBuffer(params, 4096);
+  ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+  auto s = (*device)->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  const uint32_t pattern = 0x11223344;
+  SemaphorePoint s1{s->get(), 1};
+  ASSERT_TRUE((*device)
+                  ->QueueFill(uint64_t{1} << 1, {}, {&s1, 1}, buffer->get(), 0,
+                              4096, &pattern, 4)
+                  .ok());
+  Status on_its_agent = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_TRUE(on_its_agent.ok()) << on_its_agent.ToString();
+  SemaphorePoint s2{s->get(), 2};
+  ASSERT_TRUE((*device)
+                  ->QueueFill(uint64_t{1} << 0, {}, {&s2, 1}, buffer->get(), 0,
+                              4096, &pattern, 4)
+                  .ok());
+  Status on_other_agent =
+      (*s)->Wait(2, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(on_other_agent.code(), StatusCode::kDataLoss)
+      << on_other_agent.ToString();
+  EXPECT_NE(on_other_agent.message().find("MEMORY_APERTURE_VIOLATION"),
+            std::string::npos)
+      << on_other_agent.ToString();
+}
+
 TEST(AmdgpuSimVisible, RocrVisibleDevicesKeepsTheNamedAgents) {
   const char* visible = std::getenv("ROCR_VISIBLE_DEVICES");
   if (!visible || std::string(visible) != "1") {
