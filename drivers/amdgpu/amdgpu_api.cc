@@ -1,10 +1,12 @@
 #include "drivers/amdgpu/amdgpu_api.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "drivers/amdgpu/amdgpu_code_object.h"
+#include "drivers/amdgpu/amdgpu_ring.h"
 #include "drivers/amdgpu/amdgpu_status.h"
 
 #if HAL_AMDGPU_HAVE_DEVICE_LIBRARY
@@ -39,8 +41,13 @@ struct HsaStream {
   // signals: a host function creates no signal in the steady state).
   std::vector<std::pair<uint64_t, hsa_signal_t>> gates;
   std::vector<hsa_signal_t> free_gates;
-  // Staged copy sources: (packets written once the copy was, memory).
+  // Staged copy sources too large for the ring: (packets written once the
+  // copy was, memory).
   std::vector<std::pair<uint64_t, void*>> staging;
+  // The staging ring (fine-grained memory of kStagingRingBytes, allocated
+  // on the first staged copy), its positions tagged by packet count.
+  uint8_t* ring_memory = nullptr;
+  AmdgpuRing ring{HsaApi::kStagingRingBytes};
 };
 
 namespace {
@@ -144,7 +151,7 @@ StatusOr<std::shared_ptr<HsaApi>> HsaApi::Create(
   for (hsa_agent_t gpu : gpus) {
     Agent agent;
     agent.agent = gpu;
-    api->agents_.push_back(agent);
+    api->agents_.push_back(std::move(agent));
     api->agent_handles_.push_back(gpu);
   }
   HAL_RETURN_IF_ERROR(api->Initialize());
@@ -153,6 +160,8 @@ StatusOr<std::shared_ptr<HsaApi>> HsaApi::Create(
 
 HsaApi::~HsaApi() {
   if (device_library_) ModuleUnload(device_library_).IgnoreError();
+  // The block pools return their blocks while syms_ is alive.
+  pools_.clear();
 }
 
 size_t HsaApi::StreamAgent(gpu::GpuStream stream) {
@@ -171,6 +180,7 @@ Status HsaApi::Initialize() {
           i, kHsaHint);
     }
     agents_[i].device_pool = device.found;
+    HAL_RETURN_IF_ERROR(ReadGranule(i));
   }
   PoolSearch host{syms_.get(), false};
   HSA(hsa_amd_agent_iterate_memory_pools(cpu_, FindPool, &host),
@@ -182,6 +192,101 @@ Status HsaApi::Initialize() {
   }
   host_pool_ = host.found;
   return LoadDeviceLibrary();
+}
+
+Status HsaApi::ReadGranule(size_t i) {
+  size_t granule = 0;
+  HSA(hsa_amd_memory_pool_get_info(
+          agents_[i].device_pool,
+          HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE, &granule),
+      "GPU agent %zu's allocation granule", i);
+  if (granule == 0 || (granule & (granule - 1)) != 0) {
+    return UnavailableError(
+        "amdgpu: GPU agent %zu's device pool has an allocation granule of %zu "
+        "bytes (not a power of two)",
+        i, granule);
+  }
+  agents_[i].granule = granule;
+  return OkStatus();
+}
+
+uint64_t HsaApi::AgentMask(uint64_t queue_affinity) const {
+  const size_t n = agents_.size();
+  const uint64_t all = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  uint64_t mask = 0;
+  for (size_t q = 0; q < 64 && mask != all; ++q) {
+    if (queue_affinity & (uint64_t{1} << q)) mask |= uint64_t{1} << (q % n);
+  }
+  return mask ? mask : all;
+}
+
+Status HsaApi::AllowAgents(uint64_t agent_mask, void* p, size_t size) {
+  std::vector<hsa_agent_t> agents;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    if (agent_mask & (uint64_t{1} << i)) agents.push_back(agents_[i].agent);
+  }
+  hsa_status_t r = HsaInjectedError("hsa_amd_agents_allow_access");
+  if (r == HSA_STATUS_SUCCESS) {
+    r = syms_->hsa_amd_agents_allow_access(static_cast<uint32_t>(agents.size()),
+                                           agents.data(), nullptr, p);
+  }
+  if (r != HSA_STATUS_SUCCESS) {
+    return HsaStatusToStatus(syms_.get(), r, "hsa_amd_agents_allow_access",
+                             "granting %zu GPU agent(s) %zu bytes",
+                             agents.size(), size);
+  }
+  return OkStatus();
+}
+
+StatusOr<AmdgpuBlockPool*> HsaApi::PoolFor(uint64_t agent_mask) {
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  auto& pool = pools_[agent_mask];
+  if (pool) return pool.get();
+  // Placed on the lowest agent of the mask; the others are granted access.
+  size_t home = 0;
+  while (!(agent_mask & (uint64_t{1} << home))) ++home;
+  const size_t granule = agents_[home].granule;
+  AmdgpuBlockPool::Options options;
+  options.block_alignment = granule;
+  options.block_size = (kMinBlockBytes + granule - 1) / granule * granule;
+  options.min_alignment = std::min(kBufferAlignment, granule);
+  AmdgpuBlockPool::Backing backing;
+  // The pool's lock is held: these make HSA calls and take memory_mutex_
+  // only (never a pool's).
+  backing.allocate = [this, home,
+                      agent_mask](size_t size) -> StatusOr<uint64_t> {
+    void* p = nullptr;
+    HSA(hsa_amd_memory_pool_allocate(agents_[home].device_pool, size, 0, &p),
+        "allocating a %zu-byte block of device memory on GPU agent %zu", size,
+        home);
+    if (agent_mask != (uint64_t{1} << home)) {
+      Status st = AllowAgents(agent_mask, p, size);
+      if (!st.ok()) {
+        syms_->hsa_amd_memory_pool_free(p);
+        return st;
+      }
+    }
+    Track(p, size);
+    return reinterpret_cast<uint64_t>(p);
+  };
+  backing.free = [this](uint64_t address, size_t) {
+    void* p = reinterpret_cast<void*>(address);
+    Untrack(p);
+    syms_->hsa_amd_memory_pool_free(p);
+  };
+  auto created = AmdgpuBlockPool::Create(options, std::move(backing));
+  if (!created.ok()) {
+    pools_.erase(agent_mask);
+    return created.status();
+  }
+  pool = std::move(*created);
+  return pool.get();
+}
+
+const AmdgpuBlockPool* HsaApi::device_blocks(uint64_t agent_mask) {
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  auto it = pools_.find(agent_mask);
+  return it == pools_.end() ? nullptr : it->second.get();
 }
 
 Status HsaApi::LoadDeviceLibrary() {
@@ -259,6 +364,15 @@ Status HsaApi::WaitEpoch(HsaStream* s, uint64_t packets) {
 Status HsaApi::Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
                         const uint32_t block[3], uint32_t dynamic_shared,
                         const void* kernargs, size_t kernarg_bytes) {
+  std::lock_guard<std::mutex> lock(s->mutex);
+  return DispatchLocked(s, k, grid, block, dynamic_shared, kernargs,
+                        kernarg_bytes);
+}
+
+Status HsaApi::DispatchLocked(HsaStream* s, const Kernel& k,
+                              const uint32_t grid[3], const uint32_t block[3],
+                              uint32_t dynamic_shared, const void* kernargs,
+                              size_t kernarg_bytes) {
   if (kernarg_bytes > kKernargSlotBytes || k.kernarg_size > kKernargSlotBytes) {
     return UnimplementedError(
         "amdgpu: kernels with more than %u bytes of arguments (this one: %u)",
@@ -275,7 +389,6 @@ Status HsaApi::Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
     }
     size[i] = static_cast<uint32_t>(n);
   }
-  std::lock_guard<std::mutex> lock(s->mutex);
   return Emit(s, HSA_PACKET_TYPE_KERNEL_DISPATCH,
               [&](uint8_t* packet, uint8_t* args) {
                 std::memset(args, 0, k.kernarg_size);
@@ -305,6 +418,8 @@ void HsaApi::Reclaim(HsaStream* s) {
     s->free_gates.push_back(g.second);
     return true;
   });
+  // The packets completed so far: the epoch counts down from kEpochBase.
+  s->ring.Retire(static_cast<uint64_t>(kEpochBase - now));
   std::erase_if(s->staging, [&](const std::pair<uint64_t, void*>& g) {
     if (now >= EpochTarget(g.first)) return false;
     syms_->hsa_amd_memory_pool_free(g.second);
@@ -372,6 +487,10 @@ Status HsaApi::StreamDestroy(gpu::GpuStream stream) {
   for (auto& [packets, p] : s->staging) {
     syms_->hsa_amd_memory_pool_free(p);
     Untrack(p);
+  }
+  if (s->ring_memory) {
+    Untrack(s->ring_memory);
+    syms_->hsa_amd_memory_pool_free(s->ring_memory);
   }
   HSA(hsa_queue_destroy(s->queue), "%s", "");
   syms_->hsa_amd_memory_pool_free(s->kernargs);
@@ -507,19 +626,16 @@ Status HsaApi::LaunchHostFunc(gpu::GpuStream stream, gpu::GpuHostFn fn,
 }
 
 Status HsaApi::MemAllocDevice(size_t size, gpu::GpuDevicePtr* out) {
-  void* p = nullptr;
-  HSA(hsa_amd_memory_pool_allocate(agents_[0].device_pool, size, 0, &p),
-      "allocating %zu bytes of device memory", size);
-  if (agents_.size() > 1) {
-    // Every agent of the logical device may use it.
-    Status st = AllowAllAgents(p, size);
-    if (!st.ok()) {
-      syms_->hsa_amd_memory_pool_free(p);
-      return st;
-    }
-  }
-  Track(p, size);
-  *out = reinterpret_cast<gpu::GpuDevicePtr>(p);
+  return MemAllocDeviceFor(size, ~uint64_t{0}, out);
+}
+
+Status HsaApi::MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                                 gpu::GpuDevicePtr* out) {
+  // A suballocation of a block (or a dedicated block for large buffers),
+  // already granted to the affinity's agents and tracked as GPU-reachable.
+  HAL_ASSIGN_OR_RETURN(AmdgpuBlockPool * pool,
+                       PoolFor(AgentMask(queue_affinity)));
+  HAL_ASSIGN_OR_RETURN(*out, pool->Allocate(size, kBufferAlignment));
   return OkStatus();
 }
 
@@ -527,13 +643,33 @@ Status HsaApi::MemAllocManaged(size_t size, gpu::GpuDevicePtr* out) {
   // Fine-grained system memory the GPU is granted: one address for both.
   void* p = nullptr;
   HAL_RETURN_IF_ERROR(MemAllocHost(size, &p));
+  {
+    std::lock_guard<std::mutex> lock(memory_mutex_);
+    managed_.insert(p);
+  }
   *out = reinterpret_cast<gpu::GpuDevicePtr>(p);
   return OkStatus();
 }
 
 Status HsaApi::MemFreeDevice(gpu::GpuDevicePtr ptr) {
-  HSA(hsa_amd_memory_pool_free(reinterpret_cast<void*>(ptr)), "%s", "");
-  Untrack(reinterpret_cast<void*>(ptr));
+  {
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    for (auto& [mask, pool] : pools_) {
+      if (pool->Owns(ptr)) return pool->Free(ptr);
+    }
+  }
+  // Managed memory (MemAllocManaged): its own host-pool allocation.
+  void* p = reinterpret_cast<void*>(ptr);
+  {
+    std::lock_guard<std::mutex> lock(memory_mutex_);
+    if (managed_.erase(p) == 0) {
+      return NotFoundError(
+          "amdgpu: 0x%llx is not a live device or managed allocation",
+          static_cast<unsigned long long>(ptr));
+    }
+  }
+  HSA(hsa_amd_memory_pool_free(p), "%s", "");
+  Untrack(p);
   return OkStatus();
 }
 
@@ -606,9 +742,10 @@ Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
   }
   HsaStream* s = AsStream(stream);
   void* staged = nullptr;
-  if (!Accessible(src, size)) {
-    // Pageable host memory (an update's payload, immutable): the GPU cannot
-    // read it, so copy it now into memory it can.
+  const bool pageable_src = !Accessible(src, size);
+  if (pageable_src && size > kStagingRingBytes) {
+    // Pageable host memory (an update's payload, immutable) too large for
+    // the staging ring: copy it now into memory of its own.
     HAL_RETURN_IF_ERROR(MemAllocHost(size, &staged));
     std::memcpy(staged, reinterpret_cast<const void*>(src), size);
     src = reinterpret_cast<uint64_t>(staged);
@@ -637,13 +774,31 @@ Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
       (uint64_t{size} + kBlitBytesPerWorkgroup - 1) / kBlitBytesPerWorkgroup;
   const uint32_t grid[3] = {static_cast<uint32_t>(groups), 1, 1};
   const uint32_t block[3] = {64, 1, 1};
-  Status st = Dispatch(s, agents_[s->agent].blit_copy, grid, block, 0, &args,
-                       sizeof(args));
+  Status st;
+  if (pageable_src && !staged) {
+    // Through the staging ring: the bytes are copied now, and their ring
+    // space is reused once the copy's packet completed.
+    std::lock_guard<std::mutex> lock(s->mutex);
+    StatusOr<uint64_t> ring =
+        StageLocked(s, reinterpret_cast<const void*>(src), size);
+    if (ring.ok()) {
+      args.src = *ring;
+      st = DispatchLocked(s, agents_[s->agent].blit_copy, grid, block, 0, &args,
+                          sizeof(args));
+      if (!st.ok()) s->ring.CancelNewest();
+    } else {
+      st = ring.status();
+    }
+  } else {
+    st = Dispatch(s, agents_[s->agent].blit_copy, grid, block, 0, &args,
+                  sizeof(args));
+  }
   if (bounce) {
     if (st.ok()) st = StreamSynchronize(stream);
     if (st.ok()) std::memcpy(pageable_dst, bounce, size);
     MemFreeHost(bounce).IgnoreError();
   }
+  if (pageable_src && !staged) return st;
   if (staged) {
     if (!st.ok()) {
       MemFreeHost(staged).IgnoreError();
@@ -691,6 +846,35 @@ Status HsaApi::MemsetAsync(gpu::GpuDevicePtr dst, uint32_t pattern,
   HsaStream* s = AsStream(stream);
   return Dispatch(s, agents_[s->agent].blit_fill, grid, block, 0, &args,
                   sizeof(args));
+}
+
+StatusOr<uint64_t> HsaApi::StageLocked(HsaStream* s, const void* src,
+                                       size_t size) {
+  if (!s->ring_memory) {
+    void* p = nullptr;
+    HAL_RETURN_IF_ERROR(MemAllocHost(kStagingRingBytes, &p));
+    s->ring_memory = static_cast<uint8_t*>(p);
+  }
+  // Free once the packet about to be written (index s->written) completed.
+  const uint64_t tag = s->written + 1;
+  Reclaim(s);
+  std::optional<uint64_t> position = s->ring.Reserve(size, 16, tag);
+  while (!position) {
+    // Full: wait for the oldest staged copy's packet, then retry.
+    std::optional<uint64_t> oldest = s->ring.OldestTag();
+    if (!oldest || *oldest > s->written) {
+      return InternalError(
+          "amdgpu: %zu bytes do not fit the staging ring, and no written "
+          "packet holds it",
+          size);
+    }
+    HAL_RETURN_IF_ERROR(WaitEpoch(s, *oldest));
+    Reclaim(s);
+    position = s->ring.Reserve(size, 16, tag);
+  }
+  uint8_t* dst = s->ring_memory + s->ring.Offset(*position);
+  std::memcpy(dst, src, size);
+  return reinterpret_cast<uint64_t>(dst);
 }
 
 bool HsaApi::SupportsModules() const { return true; }
@@ -792,6 +976,28 @@ Status HsaApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
   return OkStatus();
 }
 
+Status HsaApi::CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
+                                   uint32_t constants) {
+  auto* f = static_cast<HsaFunction*>(function);
+  if (f->args.size() > uint64_t{bindings} + constants) {
+    return InvalidArgumentError(
+        "amdgpu: kernel '%s': the code object's metadata lists %zu explicit "
+        "arguments, but the export has %u binding(s) and %u constant(s)",
+        f->name.c_str(), f->args.size(), bindings, constants);
+  }
+  for (size_t i = 0; i < f->args.size(); ++i) {
+    const uint32_t limit = i < bindings ? 8 : 4;
+    if (f->args[i].size > limit) {
+      return InvalidArgumentError(
+          "amdgpu: kernel '%s': explicit argument %zu is %u bytes in the code "
+          "object's metadata, but the export passes a %u-byte %s there",
+          f->name.c_str(), i, f->args[i].size, limit,
+          i < bindings ? "binding pointer" : "constant");
+    }
+  }
+  return OkStatus();
+}
+
 Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
                             const uint32_t block[3], uint32_t shared_memory,
                             gpu::GpuStream stream, void** params) {
@@ -808,7 +1014,8 @@ Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
     return InvalidArgumentError("amdgpu: workgroups of more than 1024 items");
   }
   // The explicit arguments, at the offsets the metadata gives; params holds
-  // one pointer per argument (read now).
+  // one pointer per argument (read now; CheckFunctionParams made sure there
+  // are no more arguments than params, and none wider than its param).
   uint8_t args[kKernargSlotBytes] = {};
   for (size_t i = 0; i < f->args.size(); ++i) {
     std::memcpy(args + f->args[i].offset, params[i], f->args[i].size);

@@ -5,8 +5,9 @@
 // Streams are placed on the agents in turn, by pairs (the GPU layer creates
 // each HAL queue's work stream and callback stream together), so HAL queue
 // i runs on agent i % agents and queue affinity spreads work over the
-// agents. Device memory comes from the first agent's pool and every buffer
-// is granted to every agent (hsa_amd_agents_allow_access); executables and
+// agents. Device buffers are suballocated from blocks (amdgpu_block_pool.h)
+// placed on the first agent of the buffer's queue affinity and granted to
+// that affinity's agents only (hsa_amd_agents_allow_access); executables and
 // the device library are loaded on every agent, and a dispatch uses the
 // kernel object of its stream's agent. Signals are system-wide, so a wait
 // across agents is the same BARRIER_VALUE packet as within one.
@@ -33,8 +34,10 @@
 //   * Copies and fills are the device library's blit kernels
 //     (device/amdgpu_blit_kernels.c), loaded on the agent at creation. A
 //     copy from host memory the GPU cannot reach (pageable memory: an
-//     update's payload) is staged now through fine-grained memory that is
-//     freed once the packet completed.
+//     update's payload) is copied now into the queue's staging ring
+//     (amdgpu_ring.h: absolute positions, space reused once the epoch
+//     passed the packet that used it), or for copies larger than the ring
+//     into fine-grained memory freed once the packet completed.
 //   * Host waits re-check their condition after every hsa_signal_wait
 //     return: HSA allows spurious returns.
 //
@@ -52,8 +55,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
+#include "drivers/amdgpu/amdgpu_block_pool.h"
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/gpu/gpu_api.h"
 
@@ -76,6 +81,12 @@ class HsaApi final : public gpu::GpuApi {
 
   const char* name() const override { return "amdgpu"; }
   HAL_GPU_API_OVERRIDES
+  // The code object's metadata must list at most `bindings` + `constants`
+  // explicit arguments, pointers (8 bytes) then 32-bit constants: LaunchKernel
+  // reads one params entry per listed argument, so a longer list would read
+  // past the GPU layer's array.
+  Status CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
+                             uint32_t constants) override;
   bool SupportsAsyncAlloc() const override { return false; }
   ExecutableFormat module_format() const override {
     return ExecutableFormat::kAmdgpuCodeObject;
@@ -84,6 +95,22 @@ class HsaApi final : public gpu::GpuApi {
   // Packets per AQL queue, and kernel-argument bytes per packet.
   static constexpr uint32_t kQueueSize = 4096;
   static constexpr uint32_t kKernargSlotBytes = 256;
+  // Bytes of a queue's staging ring (copies from pageable host memory:
+  // update payloads); larger copies are staged in their own allocation.
+  static constexpr uint64_t kStagingRingBytes = 256 * 1024;
+  // Device-local blocks are at least this large (a multiple of the pool's
+  // allocation granule); device buffers are aligned to kBufferAlignment.
+  static constexpr size_t kMinBlockBytes = size_t{1} << 20;
+  static constexpr size_t kBufferAlignment = 256;
+
+  // The agents (bit i: agent i) of the HAL queues in `queue_affinity`:
+  // HAL queue q runs on agent q % agent_count (streams go by pairs).
+  uint64_t AgentMask(uint64_t queue_affinity) const;
+  // The device-local block pool for the agents of `agent_mask` (tests and
+  // statistics); null before its first allocation.
+  const AmdgpuBlockPool* device_blocks(uint64_t agent_mask);
+  Status MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                           gpu::GpuDevicePtr* out) override;
 
   // A kernel of a loaded executable (HSA_EXECUTABLE_SYMBOL_INFO_*).
   struct Kernel {
@@ -97,12 +124,19 @@ class HsaApi final : public gpu::GpuApi {
   struct Agent {
     hsa_agent_t agent = {};
     hsa_amd_memory_pool_t device_pool = {};
+    size_t granule = 0;  // device_pool's RUNTIME_ALLOC_GRANULE
     Kernel blit_fill, blit_copy;
   };
 
   HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
       : syms_(std::move(syms)), cpu_(cpu) {}
   Status Initialize();
+  Status ReadGranule(size_t i);
+  // The block pool of `agent_mask` (created on first use): blocks of the
+  // lowest agent's device pool, granted to the agents of the mask.
+  StatusOr<AmdgpuBlockPool*> PoolFor(uint64_t agent_mask);
+  // Grants the agents of `agent_mask` access to `p` (pool memory).
+  Status AllowAgents(uint64_t agent_mask, void* p, size_t size);
   Status LoadDeviceLibrary();
   // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
   // the packet's kernel-argument slot); the header is stored last.
@@ -113,8 +147,17 @@ class HsaApi final : public gpu::GpuApi {
   Status Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t dynamic_shared,
                   const void* kernargs, size_t kernarg_bytes);
+  // As Dispatch, with s->mutex held.
+  Status DispatchLocked(HsaStream* s, const Kernel& k, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t dynamic_shared,
+                        const void* kernargs, size_t kernarg_bytes);
+  // Copies `size` bytes of pageable host memory into s's staging ring for
+  // the queue's next packet (s->mutex held); the GPU address, or 0 when the
+  // copy does not fit the ring.
+  StatusOr<uint64_t> StageLocked(HsaStream* s, const void* src, size_t size);
   Status WaitEpoch(HsaStream* s, uint64_t packets);
-  // Frees the gates and staging of completed packets (s->mutex held).
+  // Frees the gates, staging and staging-ring space of completed packets
+  // (s->mutex held).
   void Reclaim(HsaStream* s);
 
   std::shared_ptr<const HsaSymbols> syms_;
@@ -132,6 +175,11 @@ class HsaApi final : public gpu::GpuApi {
   std::mutex memory_mutex_;
   std::map<uintptr_t, size_t> accessible_;
   std::map<void*, void*> registered_;  // host pointer -> agent pointer
+  std::set<void*> managed_;            // MemAllocManaged allocations
+  // Device-local buffers: one block pool per set of agents that use them
+  // (amdgpu_block_pool.h), keyed by agent mask.
+  std::mutex pools_mutex_;
+  std::map<uint64_t, std::unique_ptr<AmdgpuBlockPool>> pools_;
 };
 
 }  // namespace hal::amdgpu

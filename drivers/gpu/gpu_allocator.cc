@@ -69,7 +69,8 @@ Status GpuBuffer::Commit() {
     HAL_ASSIGN_OR_RETURN(size_t padded, PaddedSize());
     switch (kind_) {
       case GpuMemoryKind::kDevice:
-        HAL_RETURN_IF_ERROR(api_->MemAllocDevice(padded, &base_));
+        HAL_RETURN_IF_ERROR(
+            api_->MemAllocDeviceFor(padded, queue_affinity(), &base_));
         break;
       case GpuMemoryKind::kManaged:
         HAL_RETURN_IF_ERROR(api_->MemAllocManaged(padded, &base_));

@@ -68,6 +68,11 @@ class GpuApi {
 
   // Memory. Sizes are > 0 (callers handle empty buffers).
   virtual Status MemAllocDevice(size_t size, GpuDevicePtr* out) = 0;
+  // As MemAllocDevice, for the queues of `queue_affinity` (placement hint).
+  virtual Status MemAllocDeviceFor(size_t size, uint64_t queue_affinity,
+                                   GpuDevicePtr* out) {
+    return MemAllocDevice(size, out);
+  }
   virtual Status MemAllocManaged(size_t size, GpuDevicePtr* out) = 0;
   virtual Status MemFreeDevice(GpuDevicePtr ptr) = 0;  // device and managed
   virtual Status MemAllocHost(size_t size, void** out) = 0;
@@ -105,6 +110,13 @@ class GpuApi {
   // NOT_FOUND-like API errors when the module has no such kernel.
   virtual Status ModuleGetFunction(GpuModule module, const char* name,
                                    GpuFunction* out) = 0;
+  // At prepare time: INVALID_ARGUMENT unless `function` takes at most
+  // `bindings` pointers then `constants` 32-bit values (what LaunchKernel's
+  // params hold).
+  virtual Status CheckFunctionParams(GpuFunction, uint32_t bindings,
+                                     uint32_t constants) {
+    return OkStatus();
+  }
   // Enqueues `function` over a grid of `grid` blocks of `block` threads with
   // `shared_memory` bytes of dynamic shared memory. `params` holds one
   // pointer per kernel parameter, read during the call.

@@ -48,8 +48,11 @@ class GpuExecutable final : public Executable {
       GpuFunction fn = nullptr;
       Status s = api_->ModuleGetFunction(modules_[f.module_ordinal],
                                          f.name.c_str(), &fn);
+      if (s.ok())
+        s = api_->CheckFunctionParams(fn, f.binding_count, f.constant_count);
       if (!s.ok()) {
-        // The export table names a kernel its module does not define.
+        // The export table names a kernel its module does not define, or
+        // one whose parameters disagree with the export's.
         return InvalidArgumentError("%s executable: module %u, export '%s': %s",
                                     api_->name(), f.module_ordinal,
                                     f.name.c_str(), s.ToString().c_str());

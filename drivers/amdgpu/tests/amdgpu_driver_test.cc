@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "drivers/amdgpu/amdgpu_status.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
 #include "hal/driver.h"
+#include "hal/executable.h"
 #include "sim/core/sim_random.h"
 
 namespace hal::amdgpu {
@@ -260,6 +262,75 @@ TEST_F(AmdgpuSim, RingWrapsAround) {
   }
   EXPECT_TRUE(api->MemFreeHost(host).ok());
   EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
+// Copies from pageable memory (update payloads) go through the queue's
+// staging ring: more than the ring holds, without a wait between, so the
+// writer reuses ring space only once the epoch passed the packet that used
+// it; each payload is captured when the call is made.
+TEST_F(AmdgpuSim, StagingRingWrapsAndReusesAfterTheEpoch) {
+  REQUIRE_DEVICE_LIBRARY();
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  gpu::GpuStream stream = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&stream).ok());
+  constexpr size_t kChunk = 4096;
+  constexpr size_t kSlots = 64;
+  constexpr uint32_t kCopies = 3 * HsaApi::kStagingRingBytes / kChunk + 7;
+  gpu::GpuDevicePtr device = 0;
+  ASSERT_TRUE(api->MemAllocDevice(kSlots * kChunk, &device).ok());
+  std::vector<uint8_t> payload(kChunk);
+  for (uint32_t i = 0; i < kCopies; ++i) {
+    std::fill(payload.begin(), payload.end(), static_cast<uint8_t>(i));
+    ASSERT_TRUE(
+        api->MemcpyAsync(device + (i % kSlots) * kChunk,
+                         reinterpret_cast<gpu::GpuDevicePtr>(payload.data()),
+                         kChunk, stream)
+            .ok())
+        << i;
+  }
+  std::fill(payload.begin(), payload.end(), 0xEE);  // captured already
+  void* host = nullptr;
+  ASSERT_TRUE(api->MemAllocHost(kSlots * kChunk, &host).ok());
+  ASSERT_TRUE(api->MemcpyAsync(reinterpret_cast<gpu::GpuDevicePtr>(host),
+                               device, kSlots * kChunk, stream)
+                  .ok());
+  ASSERT_TRUE(api->StreamSynchronize(stream).ok());
+  for (size_t slot = 0; slot < kSlots; ++slot) {
+    const uint32_t last = kCopies - 1 - ((kCopies - 1 - slot) % kSlots);
+    const uint8_t* bytes = static_cast<uint8_t*>(host) + slot * kChunk;
+    ASSERT_EQ(bytes[0], static_cast<uint8_t>(last)) << "slot " << slot;
+    ASSERT_EQ(bytes[kChunk - 1], static_cast<uint8_t>(last)) << "slot " << slot;
+  }
+  EXPECT_TRUE(api->MemFreeHost(host).ok());
+  EXPECT_TRUE(api->MemFreeDevice(device).ok());
+  EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
+// Device buffers are suballocated: a hundred small buffers take one block
+// of the device pool, and freeing them keeps it as the spare.
+TEST_F(AmdgpuSim, DeviceBuffersComeFromBlocks) {
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  std::vector<gpu::GpuDevicePtr> buffers;
+  for (int i = 0; i < 100; ++i) {
+    gpu::GpuDevicePtr p = 0;
+    ASSERT_TRUE(api->MemAllocDevice(4096, &p).ok()) << i;
+    if (i == 0) {
+      ASSERT_NE(api->device_blocks(1), nullptr);
+      ASSERT_EQ(api->device_blocks(1)->stats().backing_allocs, 1u);
+    }
+    ASSERT_EQ(p % HsaApi::kBufferAlignment, 0u);
+    buffers.push_back(p);
+  }
+  const AmdgpuBlockPool& pool = *api->device_blocks(1);
+  EXPECT_EQ(pool.stats().backing_allocs, 1u);
+  EXPECT_EQ(pool.stats().allocations, 100u);
+  for (gpu::GpuDevicePtr p : buffers) ASSERT_TRUE(api->MemFreeDevice(p).ok());
+  EXPECT_EQ(pool.stats().allocations, 0u);
+  EXPECT_EQ(pool.stats().blocks, 1u);
+  EXPECT_EQ(api->MemFreeDevice(buffers[0]).code(), StatusCode::kNotFound)
+      << "a second free";
 }
 
 // A missing barrier packet is caught by a seed sweep: without the stream
@@ -546,6 +617,45 @@ TEST_F(AmdgpuSimGroup, CrossDeviceChainMakesNoHostRoundTrip) {
 // ROCR_VISIBLE_DEVICES=1 over two simulated agents (set by the ctest entry;
 // skipped otherwise): only physical agent 1 is visible, renumbered 0, with
 // its own stable UUID.
+// A buffer is placed on, and granted to, the agents of its queue affinity
+// only: on amdgpu://0,1 (HAL queue q on agent q % 2) a buffer for queue 1
+// is filled on queue 1, and the same fill on queue 0 (agent 0) is the
+// simulator's access violation.
+TEST_F(AmdgpuSimGroup, BufferIsGrantedOnlyToItsAffinitysAgents) {
+  REQUIRE_DEVICE_LIBRARY();
+  DeviceUri uri = SimUri("queues=2");
+  uri.devices = {"0", "1"};
+  auto device = CreateAmdgpuDevice(uri);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  params.queue_affinity = uint64_t{1} << 1;
+  auto buffer = (*device)->allocator()->AllocateBuffer(params, 4096);
+  ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+  auto s = (*device)->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  const uint32_t pattern = 0x11223344;
+  SemaphorePoint s1{s->get(), 1};
+  ASSERT_TRUE((*device)
+                  ->QueueFill(uint64_t{1} << 1, {}, {&s1, 1}, buffer->get(), 0,
+                              4096, &pattern, 4)
+                  .ok());
+  Status on_its_agent = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_TRUE(on_its_agent.ok()) << on_its_agent.ToString();
+  SemaphorePoint s2{s->get(), 2};
+  ASSERT_TRUE((*device)
+                  ->QueueFill(uint64_t{1} << 0, {}, {&s2, 1}, buffer->get(), 0,
+                              4096, &pattern, 4)
+                  .ok());
+  Status on_other_agent =
+      (*s)->Wait(2, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_EQ(on_other_agent.code(), StatusCode::kDataLoss)
+      << on_other_agent.ToString();
+  EXPECT_NE(on_other_agent.message().find("MEMORY_APERTURE_VIOLATION"),
+            std::string::npos)
+      << on_other_agent.ToString();
+}
+
 TEST(AmdgpuSimVisible, RocrVisibleDevicesKeepsTheNamedAgents) {
   const char* visible = std::getenv("ROCR_VISIBLE_DEVICES");
   if (!visible || std::string(visible) != "1") {
@@ -616,6 +726,52 @@ TEST(AmdgpuCodeObject, MetadataLayoutsAndMalformedInput) {
           << "seed " << seed << ", case " << i << ": " << r.status().ToString();
     }
   }
+}
+
+// An executable whose export passes fewer parameters than the code
+// object's metadata lists (or a constant where a pointer is) is rejected at
+// prepare time: dispatching it would read past the parameter array.
+TEST_F(AmdgpuSim, ExportWithFewerParamsThanTheKernelIsRejected) {
+  const std::string path =
+      std::string(HAL_AMDGPU_TEST_KERNELS_DIR) + "/modules/basic_kernels.hsaco";
+  std::vector<uint8_t> elf = ReadFile(path);
+  if (elf.empty()) GTEST_SKIP() << path << " was not built (no amdgcn clang)";
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  // "fill" takes one pointer and two constants (see the test below).
+  auto prepare = [&](uint32_t bindings, uint32_t constants) {
+    ExecutableData data;
+    data.format = ExecutableFormat::kAmdgpuCodeObject;
+    ExecutableModule m;
+    m.code = elf;
+    m.isa = "amdgcn-amd-amdhsa--gfx90a";
+    data.modules.push_back(m);
+    FunctionInfo f;
+    f.name = "fill";
+    f.workgroup_size[0] = 64;
+    f.binding_count = bindings;
+    f.constant_count = constants;
+    f.binding_flags.assign(bindings, BindingFlags::kNone);
+    data.functions.push_back(f);
+    std::vector<uint8_t> bytes = SerializeExecutable(data);
+    ExecutableParams params;
+    params.data = bytes;
+    return (*cache)->Prepare(params).status();
+  };
+  EXPECT_TRUE(prepare(1, 2).ok()) << prepare(1, 2).ToString();
+  Status fewer = prepare(1, 1);
+  EXPECT_EQ(fewer.code(), StatusCode::kInvalidArgument) << fewer.ToString();
+  EXPECT_NE(fewer.message().find("lists 3 explicit arguments"),
+            std::string::npos)
+      << fewer.ToString();
+  EXPECT_EQ(prepare(0, 0).code(), StatusCode::kInvalidArgument);
+  // The pointer's 8 bytes where the export passes a 32-bit constant.
+  Status narrow = prepare(0, 3);
+  EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument) << narrow.ToString();
+  EXPECT_NE(narrow.message().find("8 bytes"), std::string::npos)
+      << narrow.ToString();
 }
 
 // Debian's real library: every required symbol resolves. Skips when the
