@@ -3,6 +3,11 @@
 // engine_work.cc.
 #include "sim/engine/engine.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -37,6 +42,30 @@ constexpr int kMaxHostCallDepth = 4;
 thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
     {};
 thread_local int t_host_call_depth HALSIM_TLS = 0;
+// Linux thread ids of every engine thread of this library's engines: the
+// device, never a host thread (HostBusyLocked).
+std::mutex g_engine_threads_mutex;
+std::vector<int> g_engine_threads;
+
+int ThisThreadId() { return static_cast<int>(::syscall(SYS_gettid)); }
+
+// A thread's scheduler state from /proc/self/task/<tid>/stat: 'R' running
+// or runnable, 'S'/'D' blocked, ...; 0 when the thread is gone.
+char ThreadState(int tid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  // "tid (comm) S ...": comm may hold spaces and parentheses.
+  const char* close = std::strrchr(buf, ')');
+  if (!close || close[1] != ' ') return 0;
+  return close[2];
+}
 
 int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -251,7 +280,9 @@ void Engine::BlockLocked(std::unique_lock<std::mutex>& lock,
   HostCall call(*this);  // counts the thread if the caller did not
   active_calls_.fetch_sub(1);
   ++sync_waiters_;
+  blocked_.push_back(&done);
   cv_.wait(lock, done);
+  blocked_.erase(std::find(blocked_.begin(), blocked_.end(), &done));
   --sync_waiters_;
   active_calls_.fetch_add(1);
 }
@@ -366,10 +397,56 @@ uint64_t Engine::OldestPendingOpLocked() const {
 void Engine::StartEngineLocked() {
   if (started_) return;
   started_ = true;
-  thread_ = std::thread([this] { EngineMain(); });
+  thread_ = std::thread([this] {
+    const int tid = ThisThreadId();
+    {
+      std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+      g_engine_threads.push_back(tid);
+    }
+    EngineMain();
+    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+    g_engine_threads.erase(
+        std::find(g_engine_threads.begin(), g_engine_threads.end(), tid));
+  });
 }
 
-// Returns once the host has been quiet for the settle window, or after
+bool Engine::HostBusyLocked() {
+  // A waiter whose condition holds was woken by a step but has not taken
+  // the lock back yet; until it does it is neither inside a call nor
+  // visibly running (it may be waiting for this very lock).
+  for (const std::function<bool()>* done : blocked_) {
+    if ((*done)()) return true;
+  }
+  // A thread of the process that runs outside any call may be reacting to
+  // the device (a driver's host-function thread running the function
+  // between its wait and its signal, or a thread it woke): let it finish or
+  // block. Every thread counts but the engines' own, even one that never
+  // called the library yet.
+  DIR* dir = ::opendir("/proc/self/task");
+  if (!dir) return false;  // no procfs: the settle window alone
+  std::vector<int> engines;
+  {
+    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+    engines = g_engine_threads;
+  }
+  bool busy = false;
+  while (dirent* entry = ::readdir(dir)) {
+    const int tid = std::atoi(entry->d_name);
+    if (tid <= 0 ||
+        std::find(engines.begin(), engines.end(), tid) != engines.end()) {
+      continue;
+    }
+    if (ThreadState(tid) == 'R') {
+      busy = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return busy;
+}
+
+// Returns once the host has been quiet for the settle window and no host
+// thread is still reacting to the last step (HostBusyLocked), or after
 // kMaxSettleNs of activity (counted: the trace may not replay).
 void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
   if (settle_ns_ <= 0) return;
@@ -377,14 +454,19 @@ void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
   for (;;) {
     const int64_t now = SteadyNs();
     const int64_t quiet = now - last_activity_ns_.load();
-    if (active_calls_.load() == 0 && quiet >= settle_ns_) return;
+    // Polls a busy host thread's state every 50 us at most.
+    int64_t floor_ns = 20'000;
+    if (active_calls_.load() == 0 && quiet >= settle_ns_) {
+      if (!HostBusyLocked()) return;
+      floor_ns = 50'000;
+    }
     if (now - start > kMaxSettleNs) {
       ++counters_.unsettled_steps;
       return;
     }
     int64_t wait = settle_ns_ - quiet;
     cv_.wait_for(lock,
-                 std::chrono::nanoseconds(std::max<int64_t>(wait, 20'000)));
+                 std::chrono::nanoseconds(std::max<int64_t>(wait, floor_ns)));
     if (stopping_) return;
   }
 }
