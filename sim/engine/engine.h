@@ -30,10 +30,10 @@
 // no thread inside a HostCall, none left one for the settle window, no
 // thread that a step woke still on its way out of a blocking wait, and no
 // other thread of the process running (Linux: no /proc/self/task state 'R'
-// but the engines' own threads). It waits a fresh window after a host
+// or 'D' but the engines' own threads). It waits a fresh window after a host
 // function or a step that wakes a blocked host thread. So the host's
 // reaction to a step (a driver's own host-function thread included) is
-// submitted before the device moves on, however long it takes, up to 20 ms
+// submitted before the device moves on, however long it takes, up to 250 ms
 // (then it steps anyway and counts an unsettled step). Same seed + same
 // host calls = same trace.
 //
