@@ -456,30 +456,65 @@ Status ZeApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
   return OkStatus();
 }
 
-Status ZeApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
-                           const uint32_t block[3], uint32_t shared_memory,
-                           gpu::GpuStream stream, void** params) {
-  auto* f = static_cast<ZeFunction*>(function);
+namespace {
+
+// Sets `f`'s group size and arguments (kernel state in Level Zero); the
+// caller holds f->mutex until the launch is appended, which reads them.
+Status SetKernelState(const ZeSymbols* syms, ZeFunction* f,
+                      const uint32_t block[3], uint32_t shared_memory,
+                      void** params) {
   if (shared_memory != 0) {
     return UnimplementedError(
         "level_zero: dynamic shared (local) memory is not passed yet");
   }
-  std::lock_guard<std::mutex> lock(f->mutex);
   if (f->group[0] != block[0] || f->group[1] != block[1] ||
       f->group[2] != block[2]) {
-    ZE(zeKernelSetGroupSize(f->kernel, block[0], block[1], block[2]),
-       "group size [%u, %u, %u]", block[0], block[1], block[2]);
+    HAL_ZE_RETURN_IF_ERROR(
+        syms, zeKernelSetGroupSize(f->kernel, block[0], block[1], block[2]),
+        "group size [%u, %u, %u]", block[0], block[1], block[2]);
     std::memcpy(f->group, block, sizeof(f->group));
   }
   for (size_t i = 0; i < f->param_bytes.size(); ++i) {
-    ZE(zeKernelSetArgumentValue(f->kernel, static_cast<uint32_t>(i),
-                                f->param_bytes[i], params[i]),
-       "argument %zu", i);
+    HAL_ZE_RETURN_IF_ERROR(
+        syms,
+        zeKernelSetArgumentValue(f->kernel, static_cast<uint32_t>(i),
+                                 f->param_bytes[i], params[i]),
+        "argument %zu", i);
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ZeApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
+                           const uint32_t block[3], uint32_t shared_memory,
+                           gpu::GpuStream stream, void** params) {
+  auto* f = static_cast<ZeFunction*>(function);
+  std::lock_guard<std::mutex> lock(f->mutex);
+  HAL_RETURN_IF_ERROR(
+      SetKernelState(syms_.get(), f, block, shared_memory, params));
   ze_group_count_t groups = {grid[0], grid[1], grid[2]};
   ZE(zeCommandListAppendLaunchKernel(AsList(stream), f->kernel, &groups,
                                      nullptr, 0, nullptr),
      "%s", "");
+  return OkStatus();
+}
+
+Status ZeApi::LaunchKernelIndirect(gpu::GpuFunction function,
+                                   gpu::GpuDevicePtr grid,
+                                   const uint32_t block[3],
+                                   uint32_t shared_memory,
+                                   gpu::GpuStream stream, void** params) {
+  static_assert(sizeof(ze_group_count_t) == 3 * sizeof(uint32_t));
+  auto* f = static_cast<ZeFunction*>(function);
+  std::lock_guard<std::mutex> lock(f->mutex);
+  HAL_RETURN_IF_ERROR(
+      SetKernelState(syms_.get(), f, block, shared_memory, params));
+  // The device reads the group count when the launch runs.
+  ZE(zeCommandListAppendLaunchKernelIndirect(
+         AsList(stream), f->kernel,
+         reinterpret_cast<const ze_group_count_t*>(grid), nullptr, 0, nullptr),
+     "group count at 0x%llx", static_cast<unsigned long long>(grid));
   return OkStatus();
 }
 

@@ -21,7 +21,9 @@
 //     (import) arbitrary host memory: MemHostRegister is UNIMPLEMENTED.
 //   * Modules are SPIR-V; each kernel's argument sizes come from the module
 //     (ze_spirv.h). Kernel arguments are kernel state in Level Zero, so a
-//     launch sets them and appends under the kernel's lock.
+//     launch sets them and appends under the kernel's lock. Indirect
+//     launches are zeCommandListAppendLaunchKernelIndirect: the device reads
+//     the group count, with no host round trip.
 //   * No graphs (regular command lists are the planned graph mode) and no
 //     stream-ordered allocation.
 //
@@ -54,6 +56,10 @@ class ZeApi final : public gpu::GpuApi {
   const char* name() const override { return "level_zero"; }
   HAL_GPU_API_OVERRIDES
   bool SupportsAsyncAlloc() const override { return false; }
+  bool SupportsIndirectLaunch() const override { return true; }
+  Status LaunchKernelIndirect(gpu::GpuFunction function, gpu::GpuDevicePtr grid,
+                              const uint32_t block[3], uint32_t shared_memory,
+                              gpu::GpuStream stream, void** params) override;
   ExecutableFormat module_format() const override {
     return ExecutableFormat::kLevelZeroSpirv;
   }

@@ -382,9 +382,13 @@ void Engine::UpdateSignal(const SignalPtr& signal, SignalOp op,
   cv_.notify_all();
 }
 
-Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value) {
+Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
+                         bool as_host_function) {
   std::unique_lock<std::mutex> lock(mutex_);
-  BlockLocked(lock, [&] { return Holds(signal->value_, cond, value); });
+  BlockLocked(lock, [&] {
+    return Holds(signal->value_, cond, value) &&
+           !(as_host_function && host_functions_paused_);
+  });
   return signal->status_;
 }
 

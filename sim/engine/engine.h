@@ -259,8 +259,13 @@ class Engine {
   uint64_t SignalValue(const SignalPtr& signal, Error* status = nullptr) const;
   // A host-side update (wakes waiters and ops).
   void UpdateSignal(const SignalPtr& signal, SignalOp op, uint64_t value);
-  // Blocks until `cond` holds for the signal; returns its status.
-  Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value);
+  // Blocks until `cond` holds for the signal; returns its status. With
+  // `as_host_function`, the wait stands in for a host function (a driver's
+  // host thread waiting for the device to reach the point where a function
+  // should run, where the vendor has no host functions): it is also held
+  // while host functions are paused.
+  Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
+                   bool as_host_function = false);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
 
