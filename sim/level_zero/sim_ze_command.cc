@@ -129,6 +129,7 @@ ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
       if (r != ZE_RESULT_SUCCESS) return r;
     }
   }
+  CountListsExecuted(count);
   if (fence) {
     Command done;
     done.op.name = "fence";
