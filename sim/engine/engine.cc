@@ -466,7 +466,15 @@ void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
     // Polls a busy host thread's state every 50 us at most.
     int64_t floor_ns = 20'000;
     if (active_calls_.load() == 0 && quiet >= settle_ns_) {
-      if (!HostBusyLocked()) return;
+      // One scan is not a snapshot: a thread read as blocked may be woken
+      // by one read later that then blocks itself. So a second scan, and
+      // then the host must still be out of calls and quiet (a woken thread
+      // that already reacted with a call moved last_activity_ns_).
+      const int64_t before = last_activity_ns_.load();
+      if (!HostBusyLocked() && !HostBusyLocked() && active_calls_.load() == 0 &&
+          last_activity_ns_.load() == before) {
+        return;
+      }
       floor_ns = 50'000;
     }
     if (now - start > kMaxSettleNs) {
