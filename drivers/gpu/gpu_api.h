@@ -123,6 +123,21 @@ class GpuApi {
   virtual Status LaunchKernel(GpuFunction function, const uint32_t grid[3],
                               const uint32_t block[3], uint32_t shared_memory,
                               GpuStream stream, void** params) = 0;
+  // As LaunchKernel, with the grid read from device memory when the launch
+  // runs (after the work before it on `stream`): three uint32 (x, y, z) at
+  // `grid`, with no host round trip (Level Zero:
+  // zeCommandListAppendLaunchKernelIndirect). A zero count launches nothing;
+  // the count is the device's to check (not against kMaxWorkgroupCount).
+  // SupportsIndirectLaunch is false when the API has no such launch (CUDA,
+  // HIP; the default): then this is UNIMPLEMENTED and LaunchGpuDispatch
+  // reads the count on the host instead (gpu_executable.h).
+  virtual bool SupportsIndirectLaunch() const { return false; }
+  virtual Status LaunchKernelIndirect(GpuFunction function, GpuDevicePtr grid,
+                                      const uint32_t block[3],
+                                      uint32_t shared_memory, GpuStream stream,
+                                      void** params) {
+    return UnimplementedError("%s: no indirect kernel launch", name());
+  }
 
   // Graphs (CUgraph, hipGraph_t): nodes with explicit dependencies,
   // instantiated once and launched on a stream as one unit of stream work.

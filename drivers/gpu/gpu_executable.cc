@@ -166,14 +166,24 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
   uint32_t count[3] = {d.workgroup_count[0], d.workgroup_count[1],
                        d.workgroup_count[2]};
   if (d.indirect) {
-    // Host round trip (see the header): no API launches with a grid read
-    // from device memory.
     const std::string name = DispatchName(exe, d);
     const std::string what = name + ": indirect count";
     HAL_ASSIGN_OR_RETURN(
         GpuRange src,
         ResolveGpuRange(*d.indirect_workgroup_count, table,
                         kIndirectWorkgroupCountSize, what.c_str()));
+    if (api->SupportsIndirectLaunch()) {
+      // The device reads the count when the launch runs.
+      const uint32_t one[3] = {1, 1, 1};
+      HAL_ASSIGN_OR_RETURN(GpuKernelLaunch launch,
+                           ResolveLaunch(exe, d, table, one));
+      std::vector<void*> params = launch.Params();
+      return api->LaunchKernelIndirect(launch.function, src.address,
+                                       launch.block, launch.shared_memory,
+                                       stream, params.data());
+    }
+    // Host round trip (see the header): the API has no launch with a grid
+    // read from device memory.
     HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),
                                          src.address, sizeof(count), stream));
     HAL_RETURN_IF_ERROR(api->StreamSynchronize(stream));

@@ -13,11 +13,14 @@
 // pointers to the start of each bound range, then the constants, in order,
 // as 32-bit values.
 //
-// Indirect dispatch: the driver APIs have no launch whose grid is read from
-// device memory, so LaunchGpuDispatch emulates it with a host round trip:
-// it copies the 12-byte count to the host on the stream, synchronizes the
-// stream (which also finishes everything enqueued before, such as the
-// command that wrote the count), and launches with the count it read.
+// Indirect dispatch: where the API has a launch whose grid is read from
+// device memory (GpuApi::SupportsIndirectLaunch: Level Zero), the device
+// reads the count when the launch runs, with no host round trip, and checks
+// it itself. Otherwise (CUDA, HIP) LaunchGpuDispatch emulates it with a host
+// round trip: it copies the 12-byte count to the host on the stream,
+// synchronizes the stream (which also finishes everything enqueued before,
+// such as the command that wrote the count), and launches with the count it
+// read.
 #pragma once
 
 #include <memory>
@@ -36,9 +39,10 @@ StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
 // Enqueues one recorded dispatch (validated by ValidateSubmission against
 // `table`) on `stream`. A zero count in any dimension launches nothing.
 // INVALID_ARGUMENT for an executable another cache prepared; OUT_OF_RANGE
-// for an indirect count above kMaxWorkgroupCount; FAILED_PRECONDITION for a
-// buffer whose memory is not there; API errors as the API reports them. An
-// indirect dispatch blocks the calling thread until the stream drained.
+// for an indirect count above kMaxWorkgroupCount read on the host;
+// FAILED_PRECONDITION for a buffer whose memory is not there; API errors as
+// the API reports them. An indirect dispatch without an indirect launch
+// blocks the calling thread until the stream drained.
 Status LaunchGpuDispatch(GpuApi* api, GpuStream stream,
                          const cmd::Dispatch& dispatch, BindingTable table);
 

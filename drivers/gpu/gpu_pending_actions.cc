@@ -116,6 +116,10 @@ void GpuPendingActions::OnHostFunction(void* user_data) {
 }
 
 void GpuPendingActions::WorkerMain() {
+  // Once shutdown was handled, the worker waits for completions like any
+  // other wake-up instead of spinning on the flag (a spinning host thread
+  // also holds the simulator's engine, which waits for busy host threads).
+  bool shutdown_seen = false;
   while (true) {
     std::vector<std::unique_ptr<GpuAction>> incoming;
     std::vector<GpuAction*> done;
@@ -123,7 +127,7 @@ void GpuPendingActions::WorkerMain() {
     {
       std::unique_lock<std::mutex> lock(shared_->mutex);
       shared_->cv.wait(lock, [&] {
-        return shared_->dirty || shared_->shutdown ||
+        return shared_->dirty || (shared_->shutdown && !shutdown_seen) ||
                !shared_->incoming.empty() || !shared_->completions.empty();
       });
       incoming.swap(shared_->incoming);
@@ -145,6 +149,7 @@ void GpuPendingActions::WorkerMain() {
       }
     }
     if (shutdown) {
+      shutdown_seen = true;
       while (!pending_.empty()) {
         std::unique_ptr<GpuAction> a = std::move(pending_.front());
         pending_.pop_front();

@@ -19,7 +19,8 @@ namespace hal::gpu {
 // FAILED_PRECONDITION for a buffer whose memory is not there (freed, or a
 // queue_alloca not ordered before); dispatch errors as LaunchGpuDispatch
 // (gpu_executable.h) reports them; API errors as the API reports them. An
-// indirect dispatch blocks the caller until the stream reached it.
+// indirect dispatch blocks the caller until the stream reached it, unless
+// the API launches it indirectly (GpuApi::SupportsIndirectLaunch).
 Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
                                    const CommandBuffer& command_buffer,
                                    BindingTable table);

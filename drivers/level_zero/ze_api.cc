@@ -1,5 +1,6 @@
 #include "drivers/level_zero/ze_api.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "drivers/level_zero/ze_spirv.h"
@@ -86,6 +87,13 @@ ZeApi::~ZeApi() {
     }
     host_cv_.notify_all();
     host_thread_.join();
+  }
+  {
+    std::lock_guard<std::mutex> lock(graph_mutex_);
+    ReclaimGraphLaunchesLocked(/*wait=*/true);
+    for (auto& [stream, queue] : graph_queues_) {
+      syms_->zeCommandQueueDestroy(queue);
+    }
   }
   for (auto& [stream, slot] : last_release_) ReleaseSlot(slot);
   for (auto& slot : slots_) {
@@ -204,6 +212,18 @@ Status ZeApi::StreamDestroy(gpu::GpuStream stream) {
     }
   }
   if (last) ReleaseSlot(last);
+  {
+    // The stream passed its graph launches, so their queue is idle.
+    std::lock_guard<std::mutex> lock(graph_mutex_);
+    ReclaimGraphLaunchesLocked(/*wait=*/false);
+    for (auto it = graph_queues_.begin(); it != graph_queues_.end(); ++it) {
+      if (it->first == stream) {
+        ZE(zeCommandQueueDestroy(it->second), "a graph launch queue");
+        graph_queues_.erase(it);
+        break;
+      }
+    }
+  }
   ZE(zeCommandListDestroy(AsList(stream)), "%s", "");
   return OkStatus();
 }
@@ -456,26 +476,43 @@ Status ZeApi::ModuleGetFunction(gpu::GpuModule module, const char* name,
   return OkStatus();
 }
 
-Status ZeApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
-                           const uint32_t block[3], uint32_t shared_memory,
-                           gpu::GpuStream stream, void** params) {
-  auto* f = static_cast<ZeFunction*>(function);
+namespace {
+
+// Sets `f`'s group size and arguments (kernel state in Level Zero); the
+// caller holds f->mutex until the launch is appended, which reads them.
+Status SetKernelState(const ZeSymbols* syms, ZeFunction* f,
+                      const uint32_t block[3], uint32_t shared_memory,
+                      void** params) {
   if (shared_memory != 0) {
     return UnimplementedError(
         "level_zero: dynamic shared (local) memory is not passed yet");
   }
-  std::lock_guard<std::mutex> lock(f->mutex);
   if (f->group[0] != block[0] || f->group[1] != block[1] ||
       f->group[2] != block[2]) {
-    ZE(zeKernelSetGroupSize(f->kernel, block[0], block[1], block[2]),
-       "group size [%u, %u, %u]", block[0], block[1], block[2]);
+    HAL_ZE_RETURN_IF_ERROR(
+        syms, zeKernelSetGroupSize(f->kernel, block[0], block[1], block[2]),
+        "group size [%u, %u, %u]", block[0], block[1], block[2]);
     std::memcpy(f->group, block, sizeof(f->group));
   }
   for (size_t i = 0; i < f->param_bytes.size(); ++i) {
-    ZE(zeKernelSetArgumentValue(f->kernel, static_cast<uint32_t>(i),
-                                f->param_bytes[i], params[i]),
-       "argument %zu", i);
+    HAL_ZE_RETURN_IF_ERROR(
+        syms,
+        zeKernelSetArgumentValue(f->kernel, static_cast<uint32_t>(i),
+                                 f->param_bytes[i], params[i]),
+        "argument %zu", i);
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ZeApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
+                           const uint32_t block[3], uint32_t shared_memory,
+                           gpu::GpuStream stream, void** params) {
+  auto* f = static_cast<ZeFunction*>(function);
+  std::lock_guard<std::mutex> lock(f->mutex);
+  HAL_RETURN_IF_ERROR(
+      SetKernelState(syms_.get(), f, block, shared_memory, params));
   ze_group_count_t groups = {grid[0], grid[1], grid[2]};
   ZE(zeCommandListAppendLaunchKernel(AsList(stream), f->kernel, &groups,
                                      nullptr, 0, nullptr),
@@ -483,51 +520,406 @@ Status ZeApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
   return OkStatus();
 }
 
+Status ZeApi::LaunchKernelIndirect(gpu::GpuFunction function,
+                                   gpu::GpuDevicePtr grid,
+                                   const uint32_t block[3],
+                                   uint32_t shared_memory,
+                                   gpu::GpuStream stream, void** params) {
+  static_assert(sizeof(ze_group_count_t) == 3 * sizeof(uint32_t));
+  auto* f = static_cast<ZeFunction*>(function);
+  std::lock_guard<std::mutex> lock(f->mutex);
+  HAL_RETURN_IF_ERROR(
+      SetKernelState(syms_.get(), f, block, shared_memory, params));
+  // The device reads the group count when the launch runs.
+  ZE(zeCommandListAppendLaunchKernelIndirect(
+         AsList(stream), f->kernel,
+         reinterpret_cast<const ze_group_count_t*>(grid), nullptr, 0, nullptr),
+     "group count at 0x%llx", static_cast<unsigned long long>(grid));
+  return OkStatus();
+}
+
 // ---------------------------------------------------------------------------
-// Graphs: not yet (regular command lists are the plan).
+// Graphs: regular command lists.
+//
+// A GpuGraph is a list of nodes kept on the host. GraphInstantiate appends
+// them, in the order they were added (dependencies come first), to one
+// regular command list on the compute engine group and closes it, once; a
+// node that depends on a node appended since the last barrier gets a
+// zeCommandListAppendBarrier before it (empty nodes pass their dependencies
+// on). Kernel arguments are captured when appended, so the list is built
+// once and re-executed as it is.
+//
+// A launch orders the list with its stream (an immediate list) by events:
+// the stream signals `ready`; the stream's command queue executes [wait
+// ready (and the previous launch of the same graph), the graph, signal
+// `done`]; the stream waits for `done` and signals `passed`. The launch's
+// two small lists and three events are reclaimed once `passed` is signalled
+// (the stream read `done`) and the next launch of the graph, which waits on
+// `done`, signalled its own `done`.
 
-bool ZeApi::SupportsGraphs() const { return false; }
+namespace {
 
-#define HAL_ZE_NO_GRAPHS \
-  return UnimplementedError("level_zero: no graph command buffers yet")
+struct ZeGraphNode {
+  enum class Kind { kEmpty, kKernel, kFill, kCopy };
+  Kind kind = Kind::kEmpty;
+  std::vector<ZeGraphNode*> deps;
+  int end = -1;  // GraphInstantiate: the last command it waits for
+  // kKernel
+  ZeFunction* function = nullptr;
+  uint32_t grid[3] = {};
+  uint32_t block[3] = {};
+  uint32_t shared_memory = 0;
+  std::vector<std::vector<uint8_t>> args;
+  // kFill, kCopy
+  gpu::GpuDevicePtr dst = 0;
+  gpu::GpuDevicePtr src = 0;
+  uint32_t pattern = 0;
+  size_t pattern_length = 0;
+  size_t bytes = 0;
+};
 
-Status ZeApi::GraphCreate(gpu::GpuGraph*) { HAL_ZE_NO_GRAPHS; }
-Status ZeApi::GraphDestroy(gpu::GpuGraph) { HAL_ZE_NO_GRAPHS; }
-Status ZeApi::GraphAddEmptyNode(gpu::GpuGraph,
-                                std::span<const gpu::GpuGraphNode>,
-                                gpu::GpuGraphNode*) {
-  HAL_ZE_NO_GRAPHS;
+struct ZeGraph {
+  std::vector<std::unique_ptr<ZeGraphNode>> nodes;
+};
+
+ZeGraph* AsGraph(gpu::GpuGraph g) { return static_cast<ZeGraph*>(g); }
+
+}  // namespace
+
+bool ZeApi::SupportsGraphs() const { return true; }
+
+Status ZeApi::GraphCreate(gpu::GpuGraph* out) {
+  *out = new ZeGraph();
+  return OkStatus();
 }
-Status ZeApi::GraphAddKernelNode(gpu::GpuGraph,
-                                 std::span<const gpu::GpuGraphNode>,
-                                 gpu::GpuFunction, const uint32_t[3],
-                                 const uint32_t[3], uint32_t, void**,
-                                 gpu::GpuGraphNode*) {
-  HAL_ZE_NO_GRAPHS;
+
+Status ZeApi::GraphDestroy(gpu::GpuGraph graph) {
+  delete AsGraph(graph);
+  return OkStatus();
 }
-Status ZeApi::GraphAddMemsetNode(gpu::GpuGraph,
-                                 std::span<const gpu::GpuGraphNode>,
-                                 gpu::GpuDevicePtr, uint32_t, size_t, size_t,
-                                 gpu::GpuGraphNode*) {
-  HAL_ZE_NO_GRAPHS;
+
+namespace {
+
+StatusOr<ZeGraphNode*> AddNode(gpu::GpuGraph graph,
+                               std::span<const gpu::GpuGraphNode> deps,
+                               ZeGraphNode::Kind kind) {
+  ZeGraph* g = AsGraph(graph);
+  auto node = std::make_unique<ZeGraphNode>();
+  node->kind = kind;
+  for (gpu::GpuGraphNode d : deps) {
+    auto* dep = static_cast<ZeGraphNode*>(d);
+    bool found = false;
+    for (const auto& n : g->nodes) found = found || n.get() == dep;
+    if (!found) {
+      return InvalidArgumentError(
+          "level_zero: a graph node depends on a node of another graph");
+    }
+    node->deps.push_back(dep);
+  }
+  g->nodes.push_back(std::move(node));
+  return g->nodes.back().get();
 }
-Status ZeApi::GraphAddMemcpyNode(gpu::GpuGraph,
-                                 std::span<const gpu::GpuGraphNode>,
-                                 gpu::GpuDevicePtr, gpu::GpuDevicePtr, size_t,
-                                 gpu::GpuGraphNode*) {
-  HAL_ZE_NO_GRAPHS;
+
+}  // namespace
+
+Status ZeApi::GraphAddEmptyNode(gpu::GpuGraph graph,
+                                std::span<const gpu::GpuGraphNode> deps,
+                                gpu::GpuGraphNode* out) {
+  HAL_ASSIGN_OR_RETURN(ZeGraphNode * node,
+                       AddNode(graph, deps, ZeGraphNode::Kind::kEmpty));
+  *out = node;
+  return OkStatus();
 }
+
+Status ZeApi::GraphAddKernelNode(
+    gpu::GpuGraph graph, std::span<const gpu::GpuGraphNode> deps,
+    gpu::GpuFunction function, const uint32_t grid[3], const uint32_t block[3],
+    uint32_t shared_memory, void** params, gpu::GpuGraphNode* out) {
+  auto* f = static_cast<ZeFunction*>(function);
+  if (shared_memory != 0) {
+    return UnimplementedError(
+        "level_zero: dynamic shared (local) memory is not passed yet");
+  }
+  HAL_ASSIGN_OR_RETURN(ZeGraphNode * node,
+                       AddNode(graph, deps, ZeGraphNode::Kind::kKernel));
+  node->function = f;
+  std::memcpy(node->grid, grid, sizeof(node->grid));
+  std::memcpy(node->block, block, sizeof(node->block));
+  for (size_t i = 0; i < f->param_bytes.size(); ++i) {
+    const auto* p = static_cast<const uint8_t*>(params[i]);
+    node->args.emplace_back(p, p + f->param_bytes[i]);
+  }
+  *out = node;
+  return OkStatus();
+}
+
+Status ZeApi::GraphAddMemsetNode(gpu::GpuGraph graph,
+                                 std::span<const gpu::GpuGraphNode> deps,
+                                 gpu::GpuDevicePtr dst, uint32_t pattern,
+                                 size_t pattern_length, size_t count,
+                                 gpu::GpuGraphNode* out) {
+  HAL_ASSIGN_OR_RETURN(ZeGraphNode * node,
+                       AddNode(graph, deps, ZeGraphNode::Kind::kFill));
+  node->dst = dst;
+  node->pattern = pattern;
+  node->pattern_length = pattern_length;
+  node->bytes = count * pattern_length;
+  *out = node;
+  return OkStatus();
+}
+
+Status ZeApi::GraphAddMemcpyNode(gpu::GpuGraph graph,
+                                 std::span<const gpu::GpuGraphNode> deps,
+                                 gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
+                                 size_t size, gpu::GpuGraphNode* out) {
+  HAL_ASSIGN_OR_RETURN(ZeGraphNode * node,
+                       AddNode(graph, deps, ZeGraphNode::Kind::kCopy));
+  node->dst = dst;
+  node->src = src;
+  node->bytes = size;
+  *out = node;
+  return OkStatus();
+}
+
 Status ZeApi::GraphAddHostNode(gpu::GpuGraph,
                                std::span<const gpu::GpuGraphNode>,
                                gpu::GpuHostFn, void*, gpu::GpuGraphNode*) {
-  HAL_ZE_NO_GRAPHS;
+  // Level Zero has no host functions, and a host node inside a regular
+  // list would need a host thread per launch; the graph command buffers
+  // add none (gpu_graph_command_buffer.h).
+  return UnimplementedError("level_zero: no host nodes in graphs");
 }
-Status ZeApi::GraphInstantiate(gpu::GpuGraph, gpu::GpuGraphExec*) {
-  HAL_ZE_NO_GRAPHS;
+
+Status ZeApi::AppendGraphNodes(gpu::GpuGraph graph,
+                               ze_command_list_handle_t list) {
+  ZeGraph* g = AsGraph(graph);
+  int appended = 0;        // commands appended so far
+  int barrier_covers = 0;  // commands before the last barrier
+  for (const auto& n : g->nodes) {
+    int need = -1;
+    for (const ZeGraphNode* d : n->deps) need = std::max(need, d->end);
+    if (n->kind == ZeGraphNode::Kind::kEmpty) {
+      n->end = need;
+      continue;
+    }
+    if (need >= barrier_covers) {
+      ZE(zeCommandListAppendBarrier(list, nullptr, 0, nullptr),
+         "a graph dependency");
+      barrier_covers = appended;
+    }
+    switch (n->kind) {
+      case ZeGraphNode::Kind::kKernel: {
+        ZeFunction* f = n->function;
+        std::vector<void*> params;
+        for (auto& a : n->args) params.push_back(a.data());
+        std::lock_guard<std::mutex> lock(f->mutex);
+        HAL_RETURN_IF_ERROR(SetKernelState(syms_.get(), f, n->block,
+                                           n->shared_memory, params.data()));
+        ze_group_count_t groups = {n->grid[0], n->grid[1], n->grid[2]};
+        ZE(zeCommandListAppendLaunchKernel(list, f->kernel, &groups, nullptr, 0,
+                                           nullptr),
+           "a graph kernel node");
+        break;
+      }
+      case ZeGraphNode::Kind::kFill:
+        ZE(zeCommandListAppendMemoryFill(list, AsPtr(n->dst), &n->pattern,
+                                         n->pattern_length, n->bytes, nullptr,
+                                         0, nullptr),
+           "a graph fill node of %zu bytes", n->bytes);
+        break;
+      case ZeGraphNode::Kind::kCopy:
+        ZE(zeCommandListAppendMemoryCopy(list, AsPtr(n->dst), AsPtr(n->src),
+                                         n->bytes, nullptr, 0, nullptr),
+           "a graph copy node of %zu bytes", n->bytes);
+        break;
+      case ZeGraphNode::Kind::kEmpty:
+        break;
+    }
+    n->end = appended++;
+  }
+  return OkStatus();
 }
-Status ZeApi::GraphLaunch(gpu::GpuGraphExec, gpu::GpuStream) {
-  HAL_ZE_NO_GRAPHS;
+
+Status ZeApi::GraphInstantiate(gpu::GpuGraph graph, gpu::GpuGraphExec* out) {
+  ze_command_list_desc_t ld = {};
+  ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+  ld.commandQueueGroupOrdinal = compute_ordinal_;
+  ze_command_list_handle_t list = nullptr;
+  ZE(zeCommandListCreate(context_, device_, &ld, &list),
+     "a graph's command list");
+  Status status = AppendGraphNodes(graph, list);
+  if (status.ok()) {
+    status = ZeResultToStatus(syms_->zeCommandListClose(list),
+                              "zeCommandListClose", "a graph's command list");
+  }
+  if (!status.ok()) {
+    syms_->zeCommandListDestroy(list);
+    return status;
+  }
+  auto* exec = new GraphExec();
+  exec->list = list;
+  *out = exec;
+  return OkStatus();
 }
-Status ZeApi::GraphExecDestroy(gpu::GpuGraphExec) { HAL_ZE_NO_GRAPHS; }
+
+StatusOr<ze_command_queue_handle_t> ZeApi::GraphQueueLocked(
+    gpu::GpuStream stream) {
+  for (auto& [s, q] : graph_queues_) {
+    if (s == stream) return q;
+  }
+  ze_command_queue_desc_t qd = {};
+  qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+  qd.ordinal = compute_ordinal_;
+  qd.index = static_cast<uint32_t>(graph_queues_.size()) % compute_queues_;
+  qd.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+  qd.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+  ze_command_queue_handle_t q = nullptr;
+  ZE(zeCommandQueueCreate(context_, device_, &qd, &q),
+     "a command queue for graph launches");
+  graph_queues_.emplace_back(stream, q);
+  return q;
+}
+
+StatusOr<ze_command_list_handle_t> ZeApi::SmallListLocked(
+    uint32_t num_waits, ze_event_handle_t* waits, ze_event_handle_t signal) {
+  ze_command_list_desc_t ld = {};
+  ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+  ld.commandQueueGroupOrdinal = compute_ordinal_;
+  ze_command_list_handle_t list = nullptr;
+  ZE(zeCommandListCreate(context_, device_, &ld, &list), "a graph launch");
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (num_waits) {
+    r = syms_->zeCommandListAppendWaitOnEvents(list, num_waits, waits);
+  }
+  if (r == ZE_RESULT_SUCCESS && signal) {
+    r = syms_->zeCommandListAppendSignalEvent(list, signal);
+  }
+  if (r == ZE_RESULT_SUCCESS) r = syms_->zeCommandListClose(list);
+  if (r != ZE_RESULT_SUCCESS) {
+    syms_->zeCommandListDestroy(list);
+    return ZeResultToStatus(r, "zeCommandListAppend*", "a graph launch");
+  }
+  return list;
+}
+
+Status ZeApi::GraphLaunch(gpu::GpuGraphExec exec_handle,
+                          gpu::GpuStream stream) {
+  auto* exec = static_cast<GraphExec*>(exec_handle);
+  std::lock_guard<std::mutex> lock(graph_mutex_);
+  ReclaimGraphLaunchesLocked(/*wait=*/false);
+  HAL_ASSIGN_OR_RETURN(ze_command_queue_handle_t queue,
+                       GraphQueueLocked(stream));
+  auto record = std::make_unique<GraphLaunchRecord>();
+  record->exec = exec;
+  // On an error below, what was made so far is released with the record.
+  auto fail = [&](Status status) {
+    if (record->pre) syms_->zeCommandListDestroy(record->pre);
+    if (record->post) syms_->zeCommandListDestroy(record->post);
+    for (Slot* slot : {record->ready, record->done, record->passed}) {
+      if (slot) ReleaseSlot(slot);
+    }
+    return status;
+  };
+  for (Slot** slot : {&record->ready, &record->done, &record->passed}) {
+    auto acquired = AcquireSlot();
+    if (!acquired.ok()) return fail(acquired.status());
+    *slot = *acquired;
+  }
+  ze_event_handle_t waits[2] = {record->ready->event, nullptr};
+  uint32_t num_waits = 1;
+  GraphLaunchRecord* previous = nullptr;
+  if (exec->last_done) {
+    for (auto& r : graph_launches_) {
+      if (r->exec == exec) previous = r.get();  // the newest one
+    }
+    waits[num_waits++] = exec->last_done->event;
+  }
+  auto pre = SmallListLocked(num_waits, waits, nullptr);
+  if (!pre.ok()) return fail(pre.status());
+  record->pre = *pre;
+  auto post = SmallListLocked(0, nullptr, record->done->event);
+  if (!post.ok()) return fail(post.status());
+  record->post = *post;
+  ze_result_t r = syms_->zeCommandListAppendSignalEvent(AsList(stream),
+                                                        record->ready->event);
+  if (r != ZE_RESULT_SUCCESS) {
+    return fail(ZeResultToStatus(r, "zeCommandListAppendSignalEvent",
+                                 "a graph launch"));
+  }
+  // From here the stream signals `ready`: the record stays until it
+  // completes, whatever fails.
+  ze_command_list_handle_t lists[3] = {record->pre, exec->list, record->post};
+  Status status = OkStatus();
+  r = syms_->zeCommandQueueExecuteCommandLists(queue, 3, lists, nullptr);
+  if (r != ZE_RESULT_SUCCESS) {
+    status = ZeResultToStatus(r, "zeCommandQueueExecuteCommandLists",
+                              "a graph launch");
+    // Nothing will signal `done`; the stream must not wait for it.
+    syms_->zeEventHostSignal(record->done->event);
+  }
+  r = syms_->zeCommandListAppendWaitOnEvents(AsList(stream), 1,
+                                             &record->done->event);
+  if (r == ZE_RESULT_SUCCESS) {
+    r = syms_->zeCommandListAppendSignalEvent(AsList(stream),
+                                              record->passed->event);
+  }
+  if (r != ZE_RESULT_SUCCESS) {
+    // The stream will not pass; reclaim this launch on the host later.
+    syms_->zeEventHostSignal(record->passed->event);
+    if (status.ok()) {
+      status = ZeResultToStatus(r, "zeCommandListAppendWaitOnEvents",
+                                "a graph launch");
+    }
+  }
+  if (previous) previous->waited_by = record.get();
+  exec->last_done = record->done;
+  ++exec->launches_pending;
+  graph_launches_.push_back(std::move(record));
+  return status;
+}
+
+void ZeApi::ReclaimGraphLaunchesLocked(bool wait) {
+  auto signalled = [&](Slot* slot) {
+    if (wait) {
+      return syms_->zeEventHostSynchronize(slot->event, UINT64_MAX) ==
+             ZE_RESULT_SUCCESS;
+    }
+    return syms_->zeEventQueryStatus(slot->event) == ZE_RESULT_SUCCESS;
+  };
+  // Oldest first, so a record's `waited_by` is still here when it is
+  // checked.
+  while (!graph_launches_.empty()) {
+    GraphLaunchRecord* r = graph_launches_.front().get();
+    if (!signalled(r->passed)) return;
+    if (r->waited_by && !signalled(r->waited_by->done)) return;
+    GraphExec* exec = r->exec;
+    if (exec->last_done == r->done) exec->last_done = nullptr;
+    syms_->zeCommandListDestroy(r->pre);
+    syms_->zeCommandListDestroy(r->post);
+    ReleaseSlot(r->ready);
+    ReleaseSlot(r->done);
+    ReleaseSlot(r->passed);
+    graph_launches_.pop_front();
+    if (--exec->launches_pending == 0 && exec->destroyed) {
+      syms_->zeCommandListDestroy(exec->list);
+      delete exec;
+    }
+  }
+}
+
+Status ZeApi::GraphExecDestroy(gpu::GpuGraphExec exec_handle) {
+  auto* exec = static_cast<GraphExec*>(exec_handle);
+  std::lock_guard<std::mutex> lock(graph_mutex_);
+  ReclaimGraphLaunchesLocked(/*wait=*/false);
+  exec->destroyed = true;
+  if (exec->launches_pending == 0) {
+    ze_result_t r = syms_->zeCommandListDestroy(exec->list);
+    delete exec;
+    if (r != ZE_RESULT_SUCCESS) {
+      return ZeResultToStatus(r, "zeCommandListDestroy", "a graph");
+    }
+  }
+  return OkStatus();
+}
 
 }  // namespace hal::level_zero

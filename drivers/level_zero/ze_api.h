@@ -21,9 +21,13 @@
 //     (import) arbitrary host memory: MemHostRegister is UNIMPLEMENTED.
 //   * Modules are SPIR-V; each kernel's argument sizes come from the module
 //     (ze_spirv.h). Kernel arguments are kernel state in Level Zero, so a
-//     launch sets them and appends under the kernel's lock.
-//   * No graphs (regular command lists are the planned graph mode) and no
-//     stream-ordered allocation.
+//     launch sets them and appends under the kernel's lock. Indirect
+//     launches are zeCommandListAppendLaunchKernelIndirect: the device reads
+//     the group count, with no host round trip.
+//   * Graphs are regular command lists built once (dependencies as
+//     barriers) and run by zeCommandQueueExecuteCommandLists on a command
+//     queue per stream, ordered with the stream by events (ze_api.cc).
+//   * No stream-ordered allocation.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -54,6 +58,10 @@ class ZeApi final : public gpu::GpuApi {
   const char* name() const override { return "level_zero"; }
   HAL_GPU_API_OVERRIDES
   bool SupportsAsyncAlloc() const override { return false; }
+  bool SupportsIndirectLaunch() const override { return true; }
+  Status LaunchKernelIndirect(gpu::GpuFunction function, gpu::GpuDevicePtr grid,
+                              const uint32_t block[3], uint32_t shared_memory,
+                              gpu::GpuStream stream, void** params) override;
   ExecutableFormat module_format() const override {
     return ExecutableFormat::kLevelZeroSpirv;
   }
@@ -71,6 +79,24 @@ class ZeApi final : public gpu::GpuApi {
     void* user_data;
   };
 
+  // A graph: one closed regular command list (ze_api.cc).
+  struct GraphExec {
+    ze_command_list_handle_t list = nullptr;
+    int launches_pending = 0;   // launch records not reclaimed
+    bool destroyed = false;     // GraphExecDestroy came; freed after the last
+    Slot* last_done = nullptr;  // of the newest pending launch
+  };
+  // One launch's two small lists and three events, until reclaimed.
+  struct GraphLaunchRecord {
+    GraphExec* exec = nullptr;
+    ze_command_list_handle_t pre = nullptr;
+    ze_command_list_handle_t post = nullptr;
+    Slot* ready = nullptr;
+    Slot* done = nullptr;
+    Slot* passed = nullptr;
+    GraphLaunchRecord* waited_by = nullptr;  // the next launch of `exec`
+  };
+
   ZeApi(std::shared_ptr<const ZeSymbols> syms, ze_driver_handle_t driver,
         ze_device_handle_t device)
       : syms_(std::move(syms)), driver_(driver), device_(device) {}
@@ -80,6 +106,16 @@ class ZeApi final : public gpu::GpuApi {
   void HostFunctionMain();
   // OK, or DATA_LOSS when the device is lost.
   Status DeviceStatus(const char* what);
+  Status AppendGraphNodes(gpu::GpuGraph graph, ze_command_list_handle_t list);
+  // The command queue that runs graph launches for `stream` (made once).
+  StatusOr<ze_command_queue_handle_t> GraphQueueLocked(gpu::GpuStream stream);
+  // A closed regular list: wait for `waits`, then signal `signal` (if set).
+  StatusOr<ze_command_list_handle_t> SmallListLocked(uint32_t num_waits,
+                                                     ze_event_handle_t* waits,
+                                                     ze_event_handle_t signal);
+  // Frees the lists and events of completed graph launches, oldest first;
+  // with `wait`, waits for each on the host first (teardown).
+  void ReclaimGraphLaunchesLocked(bool wait);
 
   std::shared_ptr<const ZeSymbols> syms_;
   ze_driver_handle_t driver_;
@@ -102,6 +138,12 @@ class ZeApi final : public gpu::GpuApi {
   std::vector<std::pair<ze_command_list_handle_t, Slot*>> last_release_;
   bool stopping_ = false;
   std::thread host_thread_;
+
+  std::mutex graph_mutex_;
+  std::vector<std::pair<gpu::GpuStream, ze_command_queue_handle_t>>
+      graph_queues_;
+  std::deque<std::unique_ptr<GraphLaunchRecord>>
+      graph_launches_;  // oldest first
 };
 
 }  // namespace hal::level_zero

@@ -6,8 +6,9 @@
 // URIs and parameters are those of every GPU-stream driver
 // (drivers/gpu/gpu_device_uri.h): level_zero, level_zero:N,
 // level_zero://GPU-<uuid>; library= (the loader; else
-// HAL_LEVEL_ZERO_LIBRARY, else libze_loader.so.1), queues=. Graph command
-// buffers and stream-ordered allocation are not supported yet. Devices are
+// HAL_LEVEL_ZERO_LIBRARY, else libze_loader.so.1), queues=,
+// command_buffer_mode=graph (command buffers as regular command lists, see
+// ze_api.h). Stream-ordered allocation is not supported yet. Devices are
 // those of the loader's first driver.
 #pragma once
 

@@ -3,6 +3,11 @@
 // engine_work.cc.
 #include "sim/engine/engine.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -37,6 +42,30 @@ constexpr int kMaxHostCallDepth = 4;
 thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
     {};
 thread_local int t_host_call_depth HALSIM_TLS = 0;
+// Linux thread ids of every engine thread of this library's engines: the
+// device, never a host thread (HostBusyLocked).
+std::mutex g_engine_threads_mutex;
+std::vector<int> g_engine_threads;
+
+int ThisThreadId() { return static_cast<int>(::syscall(SYS_gettid)); }
+
+// A thread's scheduler state from /proc/self/task/<tid>/stat: 'R' running
+// or runnable, 'S'/'D' blocked, ...; 0 when the thread is gone.
+char ThreadState(int tid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  // "tid (comm) S ...": comm may hold spaces and parentheses.
+  const char* close = std::strrchr(buf, ')');
+  if (!close || close[1] != ' ') return 0;
+  return close[2];
+}
 
 int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -44,8 +73,12 @@ int64_t SteadyNs() {
       .count();
 }
 
-// After kMaxSettleNs of host activity the engine steps anyway.
-constexpr int64_t kMaxSettleNs = 20'000'000;
+// After kMaxSettleNs of host activity the engine steps anyway (so a host
+// thread that never blocks cannot stop the device). Generous, because a
+// thread that reacts to a step may wait that long for a CPU: on 2 cores
+// shared with parallel builds, 20 ms was not enough (level_zero-sim.replay
+// failed once in three runs).
+constexpr int64_t kMaxSettleNs = 250'000'000;
 
 // Runs host code on the engine thread with InHostCallback() true.
 void RunAsHostCallback(const std::function<void()>& fn) {
@@ -251,7 +284,9 @@ void Engine::BlockLocked(std::unique_lock<std::mutex>& lock,
   HostCall call(*this);  // counts the thread if the caller did not
   active_calls_.fetch_sub(1);
   ++sync_waiters_;
+  blocked_.push_back(&done);
   cv_.wait(lock, done);
+  blocked_.erase(std::find(blocked_.begin(), blocked_.end(), &done));
   --sync_waiters_;
   active_calls_.fetch_add(1);
 }
@@ -347,9 +382,13 @@ void Engine::UpdateSignal(const SignalPtr& signal, SignalOp op,
   cv_.notify_all();
 }
 
-Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value) {
+Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
+                         bool as_host_function) {
   std::unique_lock<std::mutex> lock(mutex_);
-  BlockLocked(lock, [&] { return Holds(signal->value_, cond, value); });
+  BlockLocked(lock, [&] {
+    return Holds(signal->value_, cond, value) &&
+           !(as_host_function && host_functions_paused_);
+  });
   return signal->status_;
 }
 
@@ -366,10 +405,57 @@ uint64_t Engine::OldestPendingOpLocked() const {
 void Engine::StartEngineLocked() {
   if (started_) return;
   started_ = true;
-  thread_ = std::thread([this] { EngineMain(); });
+  thread_ = std::thread([this] {
+    const int tid = ThisThreadId();
+    {
+      std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+      g_engine_threads.push_back(tid);
+    }
+    EngineMain();
+    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+    g_engine_threads.erase(
+        std::find(g_engine_threads.begin(), g_engine_threads.end(), tid));
+  });
 }
 
-// Returns once the host has been quiet for the settle window, or after
+bool Engine::HostBusyLocked() {
+  // A waiter whose condition holds was woken by a step but has not taken
+  // the lock back yet; until it does it is neither inside a call nor
+  // visibly running (it may be waiting for this very lock).
+  for (const std::function<bool()>* done : blocked_) {
+    if ((*done)()) return true;
+  }
+  // A thread of the process that runs outside any call may be reacting to
+  // the device (a driver's host-function thread running the function
+  // between its wait and its signal, or a thread it woke): let it finish or
+  // block. Every thread counts but the engines' own, even one that never
+  // called the library yet.
+  DIR* dir = ::opendir("/proc/self/task");
+  if (!dir) return false;  // no procfs: the settle window alone
+  std::vector<int> engines;
+  {
+    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
+    engines = g_engine_threads;
+  }
+  bool busy = false;
+  while (dirent* entry = ::readdir(dir)) {
+    const int tid = std::atoi(entry->d_name);
+    if (tid <= 0 ||
+        std::find(engines.begin(), engines.end(), tid) != engines.end()) {
+      continue;
+    }
+    const char state = ThreadState(tid);
+    if (state == 'R' || state == 'D') {  // running, or in a short kernel wait
+      busy = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return busy;
+}
+
+// Returns once the host has been quiet for the settle window and no host
+// thread is still reacting to the last step (HostBusyLocked), or after
 // kMaxSettleNs of activity (counted: the trace may not replay).
 void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
   if (settle_ns_ <= 0) return;
@@ -377,14 +463,27 @@ void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
   for (;;) {
     const int64_t now = SteadyNs();
     const int64_t quiet = now - last_activity_ns_.load();
-    if (active_calls_.load() == 0 && quiet >= settle_ns_) return;
+    // Polls a busy host thread's state every 50 us at most.
+    int64_t floor_ns = 20'000;
+    if (active_calls_.load() == 0 && quiet >= settle_ns_) {
+      // One scan is not a snapshot: a thread read as blocked may be woken
+      // by one read later that then blocks itself. So a second scan, and
+      // then the host must still be out of calls and quiet (a woken thread
+      // that already reacted with a call moved last_activity_ns_).
+      const int64_t before = last_activity_ns_.load();
+      if (!HostBusyLocked() && !HostBusyLocked() && active_calls_.load() == 0 &&
+          last_activity_ns_.load() == before) {
+        return;
+      }
+      floor_ns = 50'000;
+    }
     if (now - start > kMaxSettleNs) {
       ++counters_.unsettled_steps;
       return;
     }
     int64_t wait = settle_ns_ - quiet;
     cv_.wait_for(lock,
-                 std::chrono::nanoseconds(std::max<int64_t>(wait, 20'000)));
+                 std::chrono::nanoseconds(std::max<int64_t>(wait, floor_ns)));
     if (stopping_) return;
   }
 }

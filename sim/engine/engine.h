@@ -26,10 +26,16 @@
 //     another queue touches an overlapping range (one writing) is a race.
 //   * Faults (sim/core/fault_plan.h), the trace and its hash, counters.
 //
-// Determinism: the engine takes a step only once the host has been quiet (no
-// thread inside a HostCall, none left one for the settle window), and waits
-// a fresh window after a host function, so the host's reaction is submitted
-// before the device moves on. Same seed + same host calls = same trace.
+// Determinism: the engine takes a step only once the host has been quiet:
+// no thread inside a HostCall, none left one for the settle window, no
+// thread that a step woke still on its way out of a blocking wait, and no
+// other thread of the process running (Linux: no /proc/self/task state 'R'
+// or 'D' but the engines' own threads). It waits a fresh window after a host
+// function or a step that wakes a blocked host thread. So the host's
+// reaction to a step (a driver's own host-function thread included) is
+// submitted before the device moves on, however long it takes, up to 250 ms
+// (then it steps anyway and counts an unsettled step). Same seed + same
+// host calls = same trace.
 //
 // Threading: every public method may be called from any thread. Work and
 // host functions run on the engine thread without the engine's lock; they
@@ -51,9 +57,9 @@
 
 #include "sim/core/fault_plan.h"
 #include "sim/core/range.h"
+#include "sim/core/sim_kernel_abi.h"
 #include "sim/core/sim_random.h"
 #include "sim/core/trace_hash.h"
-#include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim::engine {
 
@@ -253,8 +259,13 @@ class Engine {
   uint64_t SignalValue(const SignalPtr& signal, Error* status = nullptr) const;
   // A host-side update (wakes waiters and ops).
   void UpdateSignal(const SignalPtr& signal, SignalOp op, uint64_t value);
-  // Blocks until `cond` holds for the signal; returns its status.
-  Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value);
+  // Blocks until `cond` holds for the signal; returns its status. With
+  // `as_host_function`, the wait stands in for a host function (a driver's
+  // host thread waiting for the device to reach the point where a function
+  // should run, where the vendor has no host functions): it is also held
+  // while host functions are paused.
+  Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
+                   bool as_host_function = false);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
 
@@ -298,6 +309,10 @@ class Engine {
   void EngineMain();
   void StartEngineLocked();
   void SettleLocked(std::unique_lock<std::mutex>& lock);
+  // Whether a host thread may still react to the last step: a blocked
+  // waiter whose condition holds but has not resumed, or a thread of the
+  // process (not an engine's) running outside any call.
+  bool HostBusyLocked();
   Queue* StartReadyHeadsLocked();
   bool ReadyLocked(const Op& op) const;
   void CheckRacesLocked(Queue* queue);
@@ -345,6 +360,9 @@ class Engine {
   bool host_functions_paused_ = false;
   int64_t settle_ns_;
   int sync_waiters_ = 0;
+  // The conditions of the threads blocked in BlockLocked (their frames own
+  // them); one that holds names a thread the engine must let resume.
+  std::vector<const std::function<bool()>*> blocked_;
   bool abort_on_race_ = false;
   Counters counters_;
   TraceHash trace_;

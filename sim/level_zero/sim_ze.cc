@@ -65,6 +65,7 @@ struct LibraryState {
   Driver driver;
   std::atomic<uint64_t> live[static_cast<int>(Kind::kCount)] = {};
   std::atomic<uint64_t> violations{0};
+  std::atomic<uint64_t> lists_executed{0};
 };
 
 LibraryState& State() {
@@ -145,6 +146,8 @@ const char* KindName(Kind kind) {
 
 void CountCreated(Kind kind) { ++State().live[static_cast<int>(kind)]; }
 void CountDestroyed(Kind kind) { --State().live[static_cast<int>(kind)]; }
+
+void CountListsExecuted(uint32_t n) { State().lists_executed += n; }
 
 uint64_t LiveHandles() {
   uint64_t n = 0;
@@ -587,3 +590,7 @@ HALSIM_EXPORT uint64_t halsim_ze_rule_violations(void) {
 }
 // Handles created and not yet destroyed, of every kind.
 HALSIM_EXPORT uint64_t halsim_ze_live_handles(void) { return LiveHandles(); }
+// Regular command lists enqueued by zeCommandQueueExecuteCommandLists.
+HALSIM_EXPORT uint64_t halsim_ze_lists_executed(void) {
+  return State().lists_executed.load();
+}

@@ -26,10 +26,14 @@ CommandQueue* AsQueue(ze_command_queue_handle_t h) {
 // Waits until `signal` reaches 1, at most `timeout_ns` (UINT64_MAX:
 // forever; 0: a poll). A finite wait polls outside any host call, so the
 // engine keeps running meanwhile (its settle rule waits for quiet hosts).
-bool WaitSet(const engine::SignalPtr& signal, uint64_t timeout_ns) {
+// With `as_host_function`, an endless wait is also held while host
+// functions are paused (halsim_pause_host_functions): Level Zero has none,
+// and a driver emulates them with a host thread in such a wait on an event.
+bool WaitSet(const engine::SignalPtr& signal, uint64_t timeout_ns,
+             bool as_host_function = false) {
   if (timeout_ns == UINT64_MAX) {
     HALSIM_ZE_ENTER();
-    E().WaitSignal(signal, engine::Cond::kGe, 1);
+    E().WaitSignal(signal, engine::Cond::kGe, 1, as_host_function);
     return true;
   }
   const auto deadline =
@@ -125,6 +129,7 @@ ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
       if (r != ZE_RESULT_SUCCESS) return r;
     }
   }
+  CountListsExecuted(count);
   if (fence) {
     Command done;
     done.op.name = "fence";
@@ -562,7 +567,9 @@ ze_result_t SimEventHostSynchronize(ze_event_handle_t h, uint64_t timeout) {
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   }
   engine::SignalPtr signal = e->signal;
-  return WaitSet(signal, timeout) ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+  return WaitSet(signal, timeout, /*as_host_function=*/true)
+             ? ZE_RESULT_SUCCESS
+             : ZE_RESULT_NOT_READY;
 }
 
 // ---------------------------------------------------------------------------

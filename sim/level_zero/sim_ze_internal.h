@@ -56,6 +56,8 @@ void CountCreated(Kind kind);
 void CountDestroyed(Kind kind);
 // Live handles of every kind.
 uint64_t LiveHandles();
+// Regular lists executed (halsim_ze_lists_executed).
+void CountListsExecuted(uint32_t n);
 
 // A broken spec rule: counted (halsim_ze_rule_violations), reported on
 // stderr with the seed that reproduces it, and returned to the caller.

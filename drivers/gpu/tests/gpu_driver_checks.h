@@ -145,7 +145,9 @@ inline BufferParams HostParams() {
 // queue 1 waits s>=1 and copies the buffer to host memory. With host
 // functions held back, the copy still lands, and the host never sees s=1
 // before that: the wait was a stream wait on queue 0's event, with no host
-// round trip.
+// round trip. `launched` and `run` may be null for a library with no host
+// functions to count (Level Zero, whose simulator holds the driver's
+// emulating host waits instead while paused).
 template <typename Controls>
 void CheckDeviceToDeviceChainMakesNoHostRoundTrip(const Ref<Device>& device,
                                                   const Controls& controls) {
@@ -164,8 +166,10 @@ void CheckDeviceToDeviceChainMakesNoHostRoundTrip(const Ref<Device>& device,
   auto t = device->CreateSemaphore(0);
   ASSERT_TRUE(s.ok() && t.ok());
 
-  const uint64_t launched_before = controls.launched();
-  const uint64_t run_before = controls.run();
+  const bool counts_host_functions = controls.launched && controls.run;
+  const uint64_t launched_before =
+      counts_host_functions ? controls.launched() : 0;
+  const uint64_t run_before = counts_host_functions ? controls.run() : 0;
   const uint64_t work_before = controls.work_done();
   controls.pause(1);
   const uint32_t pattern = 0xA5A5A5A5u;
@@ -188,10 +192,12 @@ void CheckDeviceToDeviceChainMakesNoHostRoundTrip(const Ref<Device>& device,
       << "the copy on queue 1 did not run while host functions were held: "
          "it waited for the host";
   // No host function ran, so the host has not seen s=1 yet.
-  EXPECT_EQ(controls.run(), run_before);
   EXPECT_EQ(*(*s)->Query(), 0u);
-  EXPECT_EQ(controls.launched() - launched_before, 2u)
-      << "one completion host function per operation";
+  if (counts_host_functions) {
+    EXPECT_EQ(controls.run(), run_before);
+    EXPECT_EQ(controls.launched() - launched_before, 2u)
+        << "one completion host function per operation";
+  }
   controls.pause(0);
   EXPECT_TRUE((*t)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
   EXPECT_EQ(*(*s)->Query(), 1u);

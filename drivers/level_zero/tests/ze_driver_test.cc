@@ -1,13 +1,26 @@
 // The Level Zero driver's loader access: the symbol table against Debian's
 // real loader, with the simulated driver behind it (ZeSimDriver) and with
-// no driver at all (ZeRealLoader). Each suite runs in its own process
-// (CMakeLists.txt): zeInit happens once per process.
+// no driver at all (ZeRealLoader); and the HAL device over the simulated
+// driver (ZeHalDevice): what only the simulator can count, such as host
+// round trips. Each suite runs in its own process (CMakeLists.txt): zeInit
+// happens once per process.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "drivers/gpu/gpu_device.h"
+#include "drivers/gpu/gpu_graph_command_buffer.h"
+#include "drivers/gpu/tests/gpu_driver_checks.h"
+#include "drivers/level_zero/ze_device.h"
 #include "drivers/level_zero/ze_dynamic_symbols.h"
 #include "drivers/level_zero/ze_status.h"
+#include "hal/executable.h"
 
 namespace hal::level_zero {
 namespace {
@@ -95,6 +108,223 @@ TEST(ZeSimDriver, ResultFunnelAndFaultHook) {
   // rejects a null properties pointer; the funnel maps it.
   ze_result_t r = (*syms)->zeDeviceGetProperties(device, nullptr);
   EXPECT_EQ(ZeResultCode(r), StatusCode::kInvalidArgument) << ZeResultName(r);
+}
+
+// --- The HAL device over the simulated driver (HAL_LEVEL_ZERO_SIM_LIBRARY,
+// which the driver hands to the loader as ZE_ENABLE_ALT_DRIVERS). ---
+
+constexpr char kSimLibrary[] = HAL_LEVEL_ZERO_SIM_LIBRARY;
+
+// The simulator's controls (sim/core/halsim_control.h) from the library the
+// loader loaded (the same path, so the same engine). Level Zero has no host
+// functions, so the engine counts none: `launched` and `run` stay null and
+// the shared checks skip those counts. The driver emulates host functions
+// with a thread that waits in zeEventHostSynchronize; the simulator holds
+// that wait while host functions are paused, so pausing still stops every
+// host reaction to the device.
+struct ZeSimControls {
+  uint64_t (*launched)() = nullptr;
+  uint64_t (*run)() = nullptr;
+  uint64_t (*violations)() = nullptr;  // broken Level Zero rules
+  uint64_t (*work_done)() = nullptr;
+  uint64_t (*kernels_run)() = nullptr;
+  uint64_t (*lists_executed)() = nullptr;  // zeCommandQueueExecuteCommandLists
+  void (*pause)(int) = nullptr;
+};
+
+ZeSimControls SimControls() {
+  ZeSimControls c;
+  void* lib = dlopen(kSimLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return c;
+  c.violations =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_ze_rule_violations"));
+  c.work_done =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_work_done"));
+  c.kernels_run =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_kernels_run"));
+  c.lists_executed =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_ze_lists_executed"));
+  c.pause = reinterpret_cast<void (*)(int)>(
+      dlsym(lib, "halsim_pause_host_functions"));
+  return c;
+}
+
+class ZeHalDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto uri = DeviceUri::Parse("level_zero://?queues=2");
+    ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+    auto device = CreateZeDevice(*uri);
+    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    device_ = *device;
+    controls_ = SimControls();
+    ASSERT_NE(controls_.pause, nullptr) << "no simulator at " << kSimLibrary;
+    ASSERT_NE(controls_.violations, nullptr);
+  }
+  void TearDown() override {
+    if (controls_.pause) controls_.pause(0);
+  }
+  Ref<Device> device_;
+  ZeSimControls controls_;
+};
+
+// Queue 0 fills and signals s; queue 1 waits for s and copies: the wait is
+// a device-side event wait (zeCommandListAppendWaitOnEvents), so the copy
+// runs while the host cannot react to anything.
+TEST_F(ZeHalDevice, DeviceToDeviceChainMakesNoHostRoundTrip) {
+  gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(device_,
+                                                             controls_);
+}
+
+// An indirect dispatch reads its group count on the device
+// (zeCommandListAppendLaunchKernelIndirect): with every host reaction held,
+// a command buffer that writes the count and then dispatches with it runs
+// to the end. A host round trip (reading the count back, as CUDA and HIP
+// do) would wait for the host and not run.
+TEST_F(ZeHalDevice, IndirectDispatchMakesNoHostRoundTrip) {
+  std::ifstream in(std::string(HAL_LEVEL_ZERO_TEST_KERNELS_DIR) +
+                       "/test_kernels.level-zero-spirv",
+                   std::ios::binary);
+  std::vector<uint8_t> spirv((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  ASSERT_FALSE(spirv.empty()) << "no level-zero-spirv test kernels";
+  auto cache = device_->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  ExecutableParams params;
+  params.data = spirv;
+  auto exe = (*cache)->Prepare(params);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto write_ids = (*exe)->LookupFunction("write_ids");
+  ASSERT_TRUE(write_ids.ok()) << write_ids.status().ToString();
+
+  BufferParams device_params;
+  device_params.type = MemoryType::kDeviceLocal;
+  device_params.usage = BufferUsage::kDefault;
+  auto count = device_->allocator()->AllocateBuffer(device_params, 12);
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  constexpr uint32_t kWords = 32;
+  auto out = device_->allocator()->AllocateBuffer(gpu::testing::HostParams(),
+                                                  kWords * 4);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE((*out)->MapZero(0, kWords * 4).ok());
+
+  auto cb = device_->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                         CommandCategory::kAny, 1, 0);
+  ASSERT_TRUE(cb.ok()) << cb.status().ToString();
+  const uint32_t three = 3;  // {3, 3, 3}: 27 workgroups of write_ids
+  BufferRef indirect = BufferRef::Direct(count->get());
+  BufferRef binding = BufferRef::Direct(out->get());
+  const uint32_t constants[] = {3, 3};  // id = x + 3 * (y + 3 * z)
+  DispatchParams p;
+  p.executable = exe->get();
+  p.entry_point = *write_ids;
+  p.constants = constants;
+  p.bindings = {&binding, 1};
+  p.indirect_workgroup_count = &indirect;
+  ASSERT_TRUE((*cb)->Begin().ok());
+  ASSERT_TRUE((*cb)->FillBuffer(indirect, &three, 4).ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE((*cb)->Dispatch(p).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+
+  auto s = device_->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  SemaphorePoint s1{s->get(), 1};
+  const uint64_t kernels_before = controls_.kernels_run();
+  const uint64_t violations_before = controls_.violations();
+  controls_.pause(1);
+  ASSERT_TRUE(device_->QueueExecute(1, {}, {&s1, 1}, cb->get()).ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (controls_.kernels_run() == kernels_before &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(controls_.kernels_run() - kernels_before, 1u)
+      << "the indirect dispatch did not run while the host was held: it "
+         "waited for the host";
+  EXPECT_EQ(*(*s)->Query(), 0u);  // the host has not reacted yet
+  controls_.pause(0);
+  ASSERT_TRUE((*s)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  uint32_t got[kWords];
+  ASSERT_TRUE((*out)->MapRead(0, got, sizeof(got)).ok());
+  for (uint32_t i = 0; i < kWords; ++i) {
+    EXPECT_EQ(got[i], i < 27 ? i + 1 : 0u) << i;
+  }
+  EXPECT_EQ(controls_.violations(), violations_before);
+}
+
+// command_buffer_mode=graph: a command buffer is a regular command list,
+// built once and run by zeCommandQueueExecuteCommandLists (with a list that
+// waits for the stream before it and one that signals it after: 3 lists per
+// launch), with the results of the stream path; a reusable command buffer's
+// list runs again while its addresses are the same, and is rebuilt for a
+// binding table naming other memory.
+TEST_F(ZeHalDevice, GraphCommandBuffersExecuteRegularListsAndReuseThem) {
+  auto uri = DeviceUri::Parse("level_zero://?command_buffer_mode=graph");
+  ASSERT_TRUE(uri.ok());
+  auto created = CreateZeDevice(*uri);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Ref<Device> device = *created;
+  auto* gpu_device = dynamic_cast<gpu::GpuDevice*>(device.get());
+  ASSERT_NE(gpu_device, nullptr);
+  const gpu::GpuGraphCache* graphs = gpu_device->graph_cache();
+  ASSERT_NE(graphs, nullptr);
+  ASSERT_NE(controls_.lists_executed, nullptr);
+  auto a = device->allocator()->AllocateBuffer(gpu::testing::HostParams(), 256);
+  auto b = device->allocator()->AllocateBuffer(gpu::testing::HostParams(), 256);
+  auto c = device->allocator()->AllocateBuffer(gpu::testing::HostParams(), 256);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto cb = device->CreateCommandBuffer(CommandBufferMode::kReusable,
+                                        CommandCategory::kAny, 1, 1);
+  ASSERT_TRUE(cb.ok()) << cb.status().ToString();
+  const uint8_t x = 0x11;
+  const uint16_t y = 0x2233;
+  const uint32_t word = 0xA1B2C3D4u;
+  ASSERT_TRUE((*cb)->Begin().ok());
+  // Two fills that may run concurrently, then a copy and an update after a
+  // barrier each (zeCommandListAppendBarrier).
+  ASSERT_TRUE(
+      (*cb)->FillBuffer(BufferRef::Direct(a->get(), 0, 128), &x, 1).ok());
+  ASSERT_TRUE(
+      (*cb)->FillBuffer(BufferRef::Direct(a->get(), 128, 128), &y, 2).ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE(
+      (*cb)
+          ->CopyBuffer(BufferRef::Direct(a->get()), BufferRef::Slot(0), 256)
+          .ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE((*cb)->UpdateBuffer(&word, BufferRef::Slot(0, 4, 4)).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+
+  auto s = device->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  const uint64_t lists_before = controls_.lists_executed();
+  auto run = [&](Buffer* target, uint64_t value) {
+    ASSERT_TRUE(target->MapZero(0, 256).ok());
+    SemaphorePoint signal{s->get(), value};
+    Binding binding{target, 0, 256};
+    ASSERT_TRUE(
+        device->QueueExecute(1, {}, {&signal, 1}, cb->get(), {&binding, 1})
+            .ok());
+    Status waited = (*s)->Wait(value, Timeout::After(std::chrono::seconds(20)));
+    ASSERT_TRUE(waited.ok()) << waited.ToString();
+    uint8_t bytes[256];
+    ASSERT_TRUE(target->MapRead(0, bytes, sizeof(bytes)).ok());
+    for (int i = 0; i < 256; ++i) {
+      uint8_t want = i < 128 ? 0x11 : (i % 2 ? 0x22 : 0x33);
+      if (i >= 4 && i < 8) want = static_cast<uint8_t>(word >> (8 * (i - 4)));
+      ASSERT_EQ(bytes[i], want) << "byte " << i;
+    }
+  };
+  run(b->get(), 1);
+  run(b->get(), 2);
+  EXPECT_EQ(graphs->graphs_built(), 1u);
+  EXPECT_EQ(graphs->graphs_reused(), 1u);
+  run(c->get(), 3);  // other memory in the table: a new list
+  EXPECT_EQ(graphs->graphs_built(), 2u);
+  EXPECT_EQ(controls_.lists_executed() - lists_before, 3u * 3u);
+  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
+  EXPECT_EQ(controls_.violations(), 0u);
 }
 
 }  // namespace
