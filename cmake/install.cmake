@@ -172,4 +172,19 @@ if(HAL_BUILD_TESTS AND HAL_DRIVER_SIM)
                    ${CMAKE_BINARY_DIR} ${CMAKE_CXX_COMPILER} ${_gpuhal_app_args})
   set_tests_properties(unit.install.find_package PROPERTIES
                        LABELS "unit;install" TIMEOUT 120)
+  # The Debian package, checked from its extracted files (ci/package-check).
+  find_program(HAL_DPKG_DEB dpkg-deb)
+  if(HAL_DPKG_DEB)
+    # Both install from this tree (install_manifest.txt): one at a time.
+    set_tests_properties(unit.install.find_package PROPERTIES
+                         RESOURCE_LOCK gpuhal_install_tree)
+    add_test(NAME unit.install.package
+             COMMAND bash ${CMAKE_SOURCE_DIR}/ci/package-check
+                     --build-dir ${CMAKE_BINARY_DIR}
+                     --filter "Semaphore.*:QueueTransfer.*:Dispatch.*")
+    set_tests_properties(unit.install.package PROPERTIES
+                         LABELS "unit;install" TIMEOUT 120
+                         ENVIRONMENT "CXX=${CMAKE_CXX_COMPILER}"
+                         RESOURCE_LOCK gpuhal_install_tree)
+  endif()
 endif()

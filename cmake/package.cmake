@@ -14,6 +14,8 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Strips the tools and the shared libraries (not the static archives).
+set(CPACK_STRIP_FILES ON)
 # Debian 12 package names (apt-cache policy): the Level Zero loader (libze1),
 # ROCm's HIP runtime (libamdhip64-5) and ROCr (libhsa-runtime64-1) are in
 # main; NVIDIA's libcuda1 is in non-free.
