@@ -188,3 +188,20 @@ if(HAL_BUILD_TESTS AND HAL_DRIVER_SIM)
                          RESOURCE_LOCK gpuhal_install_tree)
   endif()
 endif()
+
+# The CI workflows and the docs, checked as far as this machine can: every
+# workflow parses and every ci/ script it names answers --help; every
+# relative link in README.md and docs/ resolves inside the clone.
+if(HAL_BUILD_TESTS)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_FOUND)
+    add_test(NAME unit.install.workflows
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/ci/check-workflows
+                     ${CMAKE_SOURCE_DIR})
+    add_test(NAME unit.install.doc_links
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/ci/check-links
+                     ${CMAKE_SOURCE_DIR})
+    set_tests_properties(unit.install.workflows unit.install.doc_links
+                         PROPERTIES LABELS "unit;install" TIMEOUT 120)
+  endif()
+endif()
