@@ -4,7 +4,7 @@
 # tests/install/app (find_package(gpuhal), a sim device, a queue fill, every
 # byte checked) against it with the build's own compiler, then runs the
 # installed hal-check on the simulator (the wrapper must find the installed
-# test kernels: a Dispatch area).
+# test kernels: a Dispatch area), and builds and runs README's example.
 #
 # Usage: tests/install/install_test.sh BUILD_DIR CXX_COMPILER [CMAKE_ARGS...]
 # Exit status: 0 when all of that passed; 1 otherwise; 2 for bad arguments.
@@ -33,6 +33,25 @@ cmake -S "$here/app" -B "$tmp/app" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
   || { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/app" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 "$tmp/app/gpuhal_app" 'sim://?queues=2'
+# README's "Use it from your project" example, as written there.
+readme="$here/../../README.md"
+mkdir -p "$tmp/readme"
+section() {  # the first ```$1 block after the README heading
+  awk -v lang="$1" '/^## Use it from your project/ {s=1}
+    s && $0 == "```" lang {f=1; next} f && /^```/ {exit} f' "$readme"
+}
+{ echo 'cmake_minimum_required(VERSION 3.25)'
+  echo 'project(myapp LANGUAGES CXX)'
+  echo 'set(CMAKE_CXX_STANDARD 20)'
+  section cmake; } > "$tmp/readme/CMakeLists.txt"
+section cpp > "$tmp/readme/main.cc"
+grep -q find_package "$tmp/readme/CMakeLists.txt" && grep -q main "$tmp/readme/main.cc" \
+  || { echo "install_test: README example not found" >&2; exit 1; }
+cmake -S "$tmp/readme" -B "$tmp/readme/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" "$@" > "$tmp/readme.log" \
+  && cmake --build "$tmp/readme/build" >> "$tmp/readme.log" \
+  || { cat "$tmp/readme.log"; exit 1; }
+"$tmp/readme/build/myapp"
 # A component this install lacks must fail find_package, not pass silently.
 if cmake -S "$here/app" -B "$tmp/app-missing" -G Ninja \
      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
