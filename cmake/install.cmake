@@ -36,7 +36,6 @@ set(_gpuhal_layers
     hal_amdgpu amdgpu
     hal_drivers drivers)
 set(_gpuhal_targets "")
-set(_gpuhal_exported "")
 list(LENGTH _gpuhal_layers _n)
 math(EXPR _last "${_n} - 1")
 foreach(i RANGE 0 ${_last} 2)
@@ -46,7 +45,6 @@ foreach(i RANGE 0 ${_last} 2)
   if(TARGET ${target})
     set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
     list(APPEND _gpuhal_targets ${target})
-    list(APPEND _gpuhal_exported ${name})
   endif()
 endforeach()
 
@@ -56,16 +54,19 @@ endforeach()
 # that is needed by a program that includes the installed API (include/hal/
 # *.h include only each other), and an imported target that names a missing
 # folder is an error, so every such path stays build-only and the install
-# gets include/.
+# gets include/. The same for the vendor headers' definitions
+# (__HIP_PLATFORM_AMD__), which a user's code must not inherit.
 foreach(target ${_gpuhal_targets})
-  get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
-  if(dirs)
-    set(wrapped "")
-    foreach(dir ${dirs})
-      list(APPEND wrapped "$<BUILD_INTERFACE:${dir}>")
-    endforeach()
-    set_property(TARGET ${target} PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${wrapped})
-  endif()
+  foreach(property INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS)
+    get_target_property(values ${target} ${property})
+    if(values)
+      set(wrapped "")
+      foreach(value ${values})
+        list(APPEND wrapped "$<BUILD_INTERFACE:${value}>")
+      endforeach()
+      set_property(TARGET ${target} PROPERTY ${property} ${wrapped})
+    endif()
+  endforeach()
 endforeach()
 target_include_directories(hal_core INTERFACE
                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
@@ -89,8 +90,7 @@ set_target_properties(gpuhal_umbrella PROPERTIES EXPORT_NAME hal)
 list(APPEND _gpuhal_targets gpuhal_umbrella)
 
 install(TARGETS ${_gpuhal_targets} EXPORT gpuhalTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(EXPORT gpuhalTargets NAMESPACE gpuhal::
         DESTINATION ${GPUHAL_INSTALL_CMAKEDIR} COMPONENT dev)
 
