@@ -134,9 +134,19 @@ if(TARGET hal-check)
     install(DIRECTORY ${_gpuhal_kernel_dir}/
             DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuhal/kernels COMPONENT runtime)
   endif()
+  # The HSA simulator runs the AMDGPU driver's device library (fills,
+  # copies) as its native build (drivers/amdgpu/CMakeLists.txt).
+  set(_gpuhal_hsa_device_library
+      ${CMAKE_BINARY_DIR}/drivers/amdgpu/device_library/amdgpu_device_library.sim.so)
+  if(TARGET halsim_hsa)
+    install(FILES ${_gpuhal_hsa_device_library}
+            DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuhal/hsa-device-library
+            COMPONENT runtime)
+  endif()
   # The binary finds its kernels in the build tree (compiled in) or through
   # HAL_CTS_KERNELS_DIR; the wrapper sets that to the installed copy,
-  # relative to itself, so the install can move (a .deb, a tarball).
+  # relative to itself, so the install can move (a .deb, a tarball); the
+  # same for the simulated vendor libraries' kernels and device library.
   set(GPUHAL_REL_LIBEXEC ${CMAKE_INSTALL_LIBEXECDIR})
   set(GPUHAL_REL_DATA ${CMAKE_INSTALL_DATADIR})
   configure_file(${CMAKE_CURRENT_LIST_DIR}/hal-check.sh.in

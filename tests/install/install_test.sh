@@ -4,7 +4,8 @@
 # tests/install/app (find_package(gpuhal), a sim device, a queue fill, every
 # byte checked) against it with the build's own compiler, then runs the
 # installed hal-check on the simulator (the wrapper must find the installed
-# test kernels: a Dispatch area), and builds and runs README's example.
+# test kernels: a Dispatch area), and over the installed simulated vendor
+# libraries; builds and runs README's example.
 #
 # Usage: tests/install/install_test.sh BUILD_DIR CXX_COMPILER [CMAKE_ARGS...]
 # Exit status: 0 when all of that passed; 1 otherwise; 2 for bad arguments.
@@ -64,4 +65,15 @@ grep -q "no 'no_such_driver' driver" "$tmp/missing.log" \
 # The installed hal-check, away from the build tree's kernels.
 HAL_CTS_KERNELS_DIR= HALSIM_KERNEL_DIR= "$tmp/prefix/bin/hal-check" \
   --device=sim --gtest_filter='Dispatch.*:QueueTransfer.*'
+# The installed simulated vendor libraries behind their drivers, through
+# the same wrapper (their kernels and the HSA device library installed).
+for pair in cuda:cuda hip:hip amdgpu:hsa; do
+  driver="${pair%%:*}"; lib="$tmp/prefix/lib/libhalsim_${pair##*:}.so"
+  [ -f "$lib" ] || continue
+  env "HAL_${driver^^}_LIBRARY=$lib" HALSIM_KERNEL_DIR= HALSIM_HSA_DEVICE_LIBRARY_DIR= \
+    HAL_CTS_KERNELS_DIR= "$tmp/prefix/bin/hal-check" --device="$driver" \
+    --gtest_filter='Dispatch.*:QueueTransfer.*' > "$tmp/$driver.log" 2>&1 \
+    || { cat "$tmp/$driver.log"; exit 1; }
+  grep -E "^total|RESULT" "$tmp/$driver.log" | sed "s/^/$driver: /"
+done
 echo "install_test: PASS"
