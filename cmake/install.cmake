@@ -34,6 +34,8 @@ set(_gpuhal_layers
     hal_hip hip
     hal_level_zero level_zero
     hal_amdgpu amdgpu
+    halsim_metal sim_metal
+    hal_metal metal
     hal_drivers drivers)
 set(_gpuhal_targets "")
 list(LENGTH _gpuhal_layers _n)
@@ -57,7 +59,8 @@ endforeach()
 # gets include/. The same for the vendor headers' definitions
 # (__HIP_PLATFORM_AMD__), which a user's code must not inherit.
 foreach(target ${_gpuhal_targets})
-  foreach(property INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS)
+  foreach(property INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS
+                   INTERFACE_COMPILE_OPTIONS)
     get_target_property(values ${target} ${property})
     if(values)
       set(wrapped "")
@@ -89,8 +92,11 @@ target_link_libraries(gpuhal_umbrella INTERFACE hal_drivers)
 set_target_properties(gpuhal_umbrella PROPERTIES EXPORT_NAME hal)
 list(APPEND _gpuhal_targets gpuhal_umbrella)
 
+# The simulated Metal framework (clang builds on Linux) is a shared library
+# the Metal driver links directly, so it is part of the export.
 install(TARGETS ${_gpuhal_targets} EXPORT gpuhalTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(EXPORT gpuhalTargets NAMESPACE gpuhal::
         DESTINATION ${GPUHAL_INSTALL_CMAKEDIR} COMPONENT dev)
 
@@ -105,7 +111,7 @@ install(FILES ${_gpuhal_schemas}
 # Components: the drivers built into hal_drivers (find_package(gpuhal
 # COMPONENTS cuda) fails where this install has no CUDA driver).
 set(GPUHAL_DRIVERS "")
-foreach(driver sim cuda hip level_zero amdgpu)
+foreach(driver sim cuda hip level_zero amdgpu metal)
   if(TARGET hal_${driver})
     list(APPEND GPUHAL_DRIVERS ${driver})
   endif()
