@@ -132,7 +132,13 @@ endif()
 
 install(TARGETS hal-info hal-pack
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# Installed programs find the project's shared libraries (the simulated
+# Metal framework, which clang builds link directly) in the install's lib/.
+set_target_properties(hal-info hal-pack PROPERTIES
+                      INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 if(TARGET hal-check)
+  set_target_properties(hal-check PROPERTIES
+                        INSTALL_RPATH "$ORIGIN/../../${CMAKE_INSTALL_LIBDIR}")
   install(TARGETS hal-check
           RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpuhal COMPONENT runtime)
   get_property(_gpuhal_kernel_dir GLOBAL PROPERTY HAL_TEST_KERNEL_DIR)

@@ -16,14 +16,18 @@
 #                    configuration of the same driver);
 #   NO_GRAPH         the API has no graphs: no graph variants;
 #   NO_REPLAY        no replay check (the schedule does not replay yet);
+#   NO_SYNC_ALLOC    no synchronous-allocation CTS variant (the API has no
+#                    stream-ordered allocation: it would repeat the default);
+#   NO_LONG          no seed sweeps (a second configuration of a driver whose
+#                    first one runs them; pair with LONG_CASES 0);
 #   SWEEP_SEEDS a..b the seeds of the long sweeps (default 0..39);
 #   LONG_CASES n     cases per property in the long runs on this device
-#                    (default HAL_PROPERTY_LONG_CASES);
+#                    (default HAL_PROPERTY_LONG_CASES; 0: no long runs);
 #   EXTRA_ENV a=b..  more environment for every test (validation layers,
 #                    HAL_<DRIVER>_SIM_LIBRARY when LIBRARY_VAR is not the
 #                    simulated library's own variable).
 function(hal_gpu_driver_checks)
-  cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY"
+  cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY;NO_SYNC_ALLOC;NO_LONG"
                         "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME;SWEEP_SEEDS;LONG_CASES"
                         "EXTRA_ENV" ${ARGN})
   if(NOT ARG_SWEEP_SEEDS)
@@ -37,12 +41,16 @@ function(hal_gpu_driver_checks)
   set(lib "${ARG_LIBRARY_VAR}=$<TARGET_FILE:${ARG_SIM_TARGET}>" ${ARG_EXTRA_ENV})
   hal_register_check_device(${label} "${d}://?queues=4&command_buffer_mode=stream"
     ${label} ${lib})
-  if(ARG_LONG_CASES)
+  if(DEFINED ARG_LONG_CASES)
     set_property(GLOBAL PROPERTY HAL_CHECK_DEVICE_LONG_CASES_${label} ${ARG_LONG_CASES})
   endif()
   if(NOT ARG_NO_GRAPH)
     hal_register_check_device(${label}-graph "${d}://?queues=4&command_buffer_mode=graph"
       ${label} ${lib})
+    if(DEFINED ARG_LONG_CASES)
+      set_property(GLOBAL PROPERTY HAL_CHECK_DEVICE_LONG_CASES_${label}-graph
+                   ${ARG_LONG_CASES})
+    endif()
   endif()
   if(NOT HAL_BUILD_TESTS)
     return()
@@ -50,7 +58,10 @@ function(hal_gpu_driver_checks)
 
   set(areas Semaphore Allocator Buffer QueueTransfer QueueAlloca Submission
       CommandBuffer File Executable Dispatch)
-  set(variants "${d}" "${d}://?async_allocations=0")
+  set(variants "${d}")
+  if(NOT ARG_NO_SYNC_ALLOC)
+    list(APPEND variants "${d}://?async_allocations=0")
+  endif()
   if(NOT ARG_NO_GRAPH)
     list(APPEND variants "${d}://?command_buffer_mode=graph")
   endif()
@@ -77,7 +88,10 @@ function(hal_gpu_driver_checks)
 
   # One simulator schedule per seed (HALSIM_SEED, set by --seeds).
   set(variants "${d}")
-  if(NOT ARG_NO_GRAPH)
+  if(ARG_NO_LONG)
+    set(variants "")
+  endif()
+  if(NOT ARG_NO_GRAPH AND NOT ARG_NO_LONG)
     list(APPEND variants "${d}://?command_buffer_mode=graph")
   endif()
   foreach(variant ${variants})
