@@ -44,9 +44,14 @@
 // own lock under GNUstep's (sim/metal/tsan_suppressions.txt). The sanitizers
 // read these weak hooks, so hal-check, the unit tests and a user's program
 // get the same suppressions as the Metal tests' environment gives them;
-// reports from the project's own code are untouched.
+// reports from the project's own code are untouched. Binaries that load the
+// runtime without this object (a test linking hal_drivers but not the
+// registration) get them from the asan/tsan test presets' environment.
 extern "C" const char* __lsan_default_suppressions() {
   return "leak:libobjc.so\n";
+}
+extern "C" const char* __lsan_default_options() {
+  return "print_suppressions=0";
 }
 extern "C" const char* __tsan_default_suppressions() {
   return "deadlock:libobjc.so\n";
