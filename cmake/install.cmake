@@ -73,6 +73,11 @@ foreach(target ${_gpuhal_targets})
 endforeach()
 target_include_directories(hal_core INTERFACE
                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+# The installed headers are C++20 (std::span, concepts): a program that
+# links any gpuhal:: target compiles as C++20 at least, whatever its own
+# CMAKE_CXX_STANDARD (found by building the README's example in a fresh
+# Debian 12 with no standard set).
+target_compile_features(hal_core INTERFACE cxx_std_20)
 
 # A sanitizer build installs instrumented archives: whoever links them needs
 # the sanitizer runtime too.

@@ -12,7 +12,8 @@ const char kHsaHint[] =
     "install ROCm's HSA runtime (Debian: libhsa-runtime64-1) and an AMD GPU "
     "with the amdgpu kernel driver (/dev/kfd), or point HAL_AMDGPU_LIBRARY or "
     "the URI parameter amdgpu://?library=PATH at a libhsa-runtime64; the HSA "
-    "simulator is build/<preset>/lib/libhalsim_hsa.so";
+    "simulator is libhalsim_hsa.so (build/<preset>/lib/ in a build tree, "
+    "lib/ of an install)";
 
 std::vector<std::string> HsaLibraryCandidates(const std::string& uri_library) {
   if (!uri_library.empty()) return {uri_library};

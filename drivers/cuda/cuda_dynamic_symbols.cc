@@ -15,7 +15,8 @@ constexpr char kDefaultLibrary[] = "libcuda.so.1";
 constexpr char kHint[] =
     "install the NVIDIA driver (libcuda.so.1), or point HAL_CUDA_LIBRARY or "
     "the URI parameter cuda://?library=PATH at a libcuda; the CUDA API "
-    "simulator is build/<preset>/lib/libhalsim_cuda.so";
+    "simulator is libhalsim_cuda.so (build/<preset>/lib/ in a build tree, "
+    "lib/ of an install)";
 
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t,
                                       CUdriverProcAddressQueryResult*);

@@ -14,7 +14,8 @@ constexpr char kHint[] =
     "install ROCm's HIP runtime (Debian: libamdhip64-5) and an AMD GPU with "
     "the amdgpu kernel driver (/dev/kfd), or point HAL_HIP_LIBRARY or the URI "
     "parameter hip://?library=PATH at a libamdhip64; the HIP API simulator is "
-    "build/<preset>/lib/libhalsim_hip.so";
+    "libhalsim_hip.so (build/<preset>/lib/ in a build tree, lib/ of an "
+    "install)";
 
 // The spelled-out types are the header's: static_cast picks the overload of
 // that type, and fails to compile when the header has none.

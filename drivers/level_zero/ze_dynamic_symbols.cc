@@ -14,8 +14,9 @@ namespace {
 constexpr char kHint[] =
     "install the Level Zero loader (Debian: libze1) and a Level Zero GPU "
     "driver (Intel: intel-level-zero-gpu), or run over the simulated driver "
-    "with ZE_ENABLE_ALT_DRIVERS=<absolute path to "
-    "build/<preset>/lib/libhalsim_ze.so>; HAL_LEVEL_ZERO_LIBRARY or the URI "
+    "with ZE_ENABLE_ALT_DRIVERS=<absolute path to libhalsim_ze.so: "
+    "build/<preset>/lib/ in a build tree, lib/ of an install>; "
+    "HAL_LEVEL_ZERO_LIBRARY or the URI "
     "parameter library=PATH selects the loader";
 
 }  // namespace

@@ -23,6 +23,12 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--json") {
       json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::printf(
+          "usage: hal-info [--json]\n"
+          "Lists the compiled-in drivers and the devices each one sees.\n"
+          "  --json  print JSON instead of a readable list\n");
+      return 0;
     } else {
       std::fprintf(stderr, "usage: hal-info [--json]\n");
       return 2;
@@ -45,11 +51,12 @@ int main(int argc, char** argv) {
         std::printf("\"status\": \"OK\", \"devices\": [");
         bool first = true;
         for (const auto& d : *devices) {
-          std::printf("%s{\"uri\": \"%s\", \"name\": \"%s\", \"uuid\": \"%s\", "
-                      "\"memory_bytes\": %llu, \"queues\": %d, \"properties\": {",
-                      first ? "" : ", ", Esc(d.uri).c_str(), Esc(d.name).c_str(),
-                      Esc(d.uuid).c_str(), (unsigned long long)d.memory_bytes,
-                      d.queue_count);
+          std::printf(
+              "%s{\"uri\": \"%s\", \"name\": \"%s\", \"uuid\": \"%s\", "
+              "\"memory_bytes\": %llu, \"queues\": %d, \"properties\": {",
+              first ? "" : ", ", Esc(d.uri).c_str(), Esc(d.name).c_str(),
+              Esc(d.uuid).c_str(), (unsigned long long)d.memory_bytes,
+              d.queue_count);
           bool first_property = true;
           for (const auto& [key, value] : d.properties) {
             std::printf("%s\"%s\": \"%s\"", first_property ? "" : ", ",
@@ -64,12 +71,13 @@ int main(int argc, char** argv) {
     } else {
       std::printf("driver %s: %s\n", name.c_str(), f->description.c_str());
       if (!devices.ok()) {
-        std::printf("  (no devices: %s)\n", devices.status().ToString().c_str());
+        std::printf("  (no devices: %s)\n",
+                    devices.status().ToString().c_str());
         continue;
       }
       for (const auto& d : *devices) {
-        std::printf("  %-12s %s, uuid %s, %llu MiB, %d queue(s)\n", d.uri.c_str(),
-                    d.name.c_str(), d.uuid.c_str(),
+        std::printf("  %-12s %s, uuid %s, %llu MiB, %d queue(s)\n",
+                    d.uri.c_str(), d.name.c_str(), d.uuid.c_str(),
                     (unsigned long long)(d.memory_bytes >> 20), d.queue_count);
         // Driver-specific facts (compute capability, driver version, ...).
         for (const auto& [key, value] : d.properties) {

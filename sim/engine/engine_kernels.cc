@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,13 +42,56 @@ void ReadLaunchParams(const Kernel& kernel, void* const* params,
 }
 
 KernelLibrary::KernelLibrary(std::string dir, std::string hint,
-                             const char* log_prefix)
-    : dir_(std::move(dir)), hint_(std::move(hint)), log_prefix_(log_prefix) {}
+                             const char* log_prefix,
+                             const char* installed_subdir)
+    : dir_(std::move(dir)),
+      hint_(std::move(hint)),
+      log_prefix_(log_prefix),
+      installed_subdir_(installed_subdir) {}
+
+namespace {
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The install's copy of `subdir`: the folder of the shared object this
+// function is in (lib/libhalsim_*.so), then HALSIM_INSTALL_DATA_FROM_LIBDIR
+// (the relative path from the install's library folder to share/gpuhal,
+// computed by CMake from GNUInstallDirs), then `subdir`. Empty when this
+// code is not in a shared object or the folder does not exist.
+std::string InstalledDir(const char* subdir) {
+#ifdef HALSIM_INSTALL_DATA_FROM_LIBDIR
+  Dl_info info;
+  if (!subdir || dladdr(reinterpret_cast<void*>(&InstalledDir), &info) == 0 ||
+      !info.dli_fname) {
+    return "";
+  }
+  std::string self = info.dli_fname;
+  size_t slash = self.rfind('/');
+  if (slash == std::string::npos) return "";
+  std::string dir = self.substr(0, slash) + "/" +
+                    HALSIM_INSTALL_DATA_FROM_LIBDIR + "/" + subdir;
+  return IsDirectory(dir) ? dir : "";
+#else
+  (void)subdir;
+  return "";
+#endif
+}
+
+}  // namespace
 
 bool KernelLibrary::Find(const std::string& name, Kernel* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!loaded_) {
     loaded_ = true;
+    // A build-tree path compiled into an installed library is gone (or
+    // stale) on the machine it is installed on: use the install's copy.
+    if (!IsDirectory(dir_)) {
+      std::string installed = InstalledDir(installed_subdir_);
+      if (!installed.empty()) dir_ = installed;
+    }
     if (DIR* d = opendir(dir_.c_str())) {
       std::vector<std::string> files;
       while (dirent* e = readdir(d)) {

@@ -28,8 +28,13 @@ void ReadLaunchParams(const Kernel& kernel, void* const* params,
 class KernelLibrary {
  public:
   // `dir` holds the *.sim.so modules; `hint` names the variable that
-  // overrides it (printed when the directory has none).
-  KernelLibrary(std::string dir, std::string hint, const char* log_prefix);
+  // overrides it (printed when the directory has none). When `dir` does not
+  // exist (a library installed away from its build tree), the modules are
+  // looked for in the install instead: `installed_subdir` of the package's
+  // data folder (share/gpuhal), found relative to the shared library this
+  // code is linked into, so an installed libhalsim_*.so needs no variable.
+  KernelLibrary(std::string dir, std::string hint, const char* log_prefix,
+                const char* installed_subdir = "kernels/modules");
   ~KernelLibrary() = default;  // modules stay loaded: kernels may still run
 
   // The kernel exported as `name` (and its `name`__hal_sim_info), or false.
@@ -39,8 +44,10 @@ class KernelLibrary {
 
  private:
   std::mutex mutex_;
-  const std::string dir_, hint_;
+  std::string dir_;
+  const std::string hint_;
   const char* log_prefix_;
+  const char* installed_subdir_;
   bool loaded_ = false;
   std::vector<void*> handles_;  // never closed
 };

@@ -52,7 +52,7 @@ engine::KernelLibrary& DeviceLibraryKernels() {
 #endif
     }
     return new engine::KernelLibrary(dir, "HALSIM_HSA_DEVICE_LIBRARY_DIR",
-                                     "halsim_hsa");
+                                     "halsim_hsa", "hsa-device-library");
   }();
   return *kernels;
 }
