@@ -316,11 +316,14 @@ Status SimDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
     for (const SimAccess& a : op->accesses) op->retained.emplace_back(a.buffer);
     // Keep the table's buffers alive until the work ran.
     for (const Binding& b : table) op->retained.emplace_back(b.buffer);
-    std::string label =
-        std::string(op->name->view()) + "#" + std::to_string(next_op_id_ + 1);
+    // The label names the op by the id AdmitOp gives it under the
+    // scheduler's lock; it is read when the op runs, which is after that.
+    // (Reading next_op_id_ here raced with other threads' submissions.)
     op->run = [cb = Ref<CommandBuffer>(command_buffer),
                table = std::move(table), context = context_,
-               label]() -> Status {
+               op = op.get()]() -> Status {
+      const std::string label =
+          std::string(op->name->view()) + "#" + std::to_string(op->id);
       std::vector<size_t> order;
       {
         std::lock_guard<std::mutex> lock(context->mutex());
