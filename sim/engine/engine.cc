@@ -528,18 +528,17 @@ void Engine::CheckRacesLocked(Queue* queue) {
     }
     if (!what) continue;
     ++counters_.races;
-    std::fprintf(stderr,
-                 "%s: race (seed %llu, virtual t=%llu ns): %s on stream %llu "
-                 "[0x%llx, 0x%llx) and %s on stream %llu [0x%llx, 0x%llx) "
-                 "run at the same time and %s; no event orders them\n",
-                 options_.log_prefix, (unsigned long long)seed_,
-                 (unsigned long long)queue->head_start, op.name,
-                 (unsigned long long)(queue->id - trace_queue_base_),
-                 (unsigned long long)shown(op).begin,
-                 (unsigned long long)shown(op).end, o.name,
-                 (unsigned long long)(other->id - trace_queue_base_),
-                 (unsigned long long)shown(o).begin,
-                 (unsigned long long)shown(o).end, what);
+    std::fprintf(
+        stderr,
+        "%s: race (seed %llu, virtual t=%llu ns): %s on stream %s "
+        "[0x%llx, 0x%llx) and %s on stream %s [0x%llx, 0x%llx) "
+        "run at the same time and %s; no event orders them\n",
+        options_.log_prefix, (unsigned long long)seed_,
+        (unsigned long long)queue->head_start, op.name,
+        StreamName(queue).c_str() + 1, (unsigned long long)shown(op).begin,
+        (unsigned long long)shown(op).end, o.name,
+        StreamName(other).c_str() + 1, (unsigned long long)shown(o).begin,
+        (unsigned long long)shown(o).end, what);
     if (abort_on_race_) std::abort();
   }
 }
@@ -588,10 +587,9 @@ void Engine::EngineMain() {
     now_ns_ = next->head_finish;
     Op& op = next->ops.front();
     char line[160];
-    std::snprintf(line, sizeof(line), "t=%llu s%llu %s %llu",
-                  (unsigned long long)now_ns_,
-                  (unsigned long long)(next->id - trace_queue_base_), op.name,
-                  (unsigned long long)op.bytes);
+    std::snprintf(line, sizeof(line), "t=%llu %s %s %llu",
+                  (unsigned long long)now_ns_, StreamName(next).c_str(),
+                  op.name, (unsigned long long)op.bytes);
     TraceLocked(line);
     // The op stays at the head (and so blocks its queue) while it runs.
     Work run = std::move(op.run);
@@ -614,6 +612,13 @@ void Engine::EngineMain() {
     if (host || sync_waiters_ > 0) last_activity_ns_.store(SteadyNs());
     cv_.notify_all();
   }
+}
+
+std::string Engine::StreamName(const Queue* queue) const {
+  if (queue->id >= trace_queue_base_) {
+    return "s" + std::to_string(queue->id - trace_queue_base_);
+  }
+  return "s-" + std::to_string(trace_queue_base_ - queue->id);
 }
 
 }  // namespace hal::sim::engine

@@ -355,6 +355,10 @@ class Engine {
   std::vector<Queue*> queues_;  // creation order
   uint64_t next_queue_id_ = 0;
   uint64_t trace_queue_base_ = 0;
+  // A queue's name in the trace and in messages: its number since the last
+  // schedule reset ("s3"), or "s-N" for the N-th-last queue created before
+  // it (such a queue may still get work; subtracting the base wrapped).
+  std::string StreamName(const Queue* queue) const;
   uint64_t ops_enqueued_ = 0;
   uint64_t now_ns_ = 0;
   bool host_functions_paused_ = false;
