@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "sim/core/halsim_control.h"
+
 namespace {
 
 class SimMetal : public ::testing::Test {
@@ -213,6 +215,132 @@ TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
   EXPECT_EQ([lib newFunctionWithName:@"copy"], nil);
   [f release];
   [lib release];
+}
+
+// The control ABI (sim/core/halsim_control.h), as the shared tools call it.
+class SimMetalControl : public SimMetal {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(halsim_set_faults(""), 0);
+    SimMetal::TearDown();
+  }
+  // On a queue made now (numbered from the last reset): a fill of `b`, then
+  // an encoded signal of `e` to `value` (when given). Waits; the status.
+  MTLCommandBufferStatus FillAndSignal(id<MTLBuffer> b, id<MTLSharedEvent> e = nil,
+                                       uint64_t value = 0) {
+    id<MTLCommandQueue> queue = [device_ newCommandQueue];
+    id<MTLCommandBuffer> cb = [queue commandBuffer];
+    id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+    [blit fillBuffer:b range:NSMakeRange(0, [b length]) value:3];
+    [blit endEncoding];
+    if (e) [cb encodeSignalEvent:e value:value];
+    [cb commit];
+    [cb waitUntilCompleted];
+    MTLCommandBufferStatus status = [cb status];
+    [queue release];
+    return status;
+  }
+};
+
+TEST_F(SimMetalControl, ResetScheduleReplaysTheTrace) {
+  id<MTLBuffer> b = Shared(64);
+  ASSERT_EQ(halsim_reset_schedule(5), 0);
+  EXPECT_EQ(halsim_seed(), 5u);
+  EXPECT_EQ(halsim_trace_length(), 0u);
+  EXPECT_EQ(halsim_virtual_time_ns(), 0u);
+  const uint64_t steps = halsim_steps(), work = halsim_work_done();
+  const uint64_t launched = halsim_host_functions_launched();
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  const uint64_t hash = halsim_trace_hash(), length = halsim_trace_length();
+  // The fill and the completion (a host function).
+  EXPECT_EQ(length, 2u);
+  EXPECT_EQ(halsim_steps() - steps, length);
+  EXPECT_EQ(halsim_work_done() - work, 1u);
+  EXPECT_EQ(halsim_host_functions_launched() - launched, 1u);
+  EXPECT_GT(halsim_virtual_time_ns(), 0u);
+  EXPECT_EQ(halsim_races(), 0u);
+
+  ASSERT_EQ(halsim_reset_schedule(5), 0);
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  EXPECT_EQ(halsim_trace_hash(), hash);
+  EXPECT_EQ(halsim_trace_length(), length);
+  ASSERT_EQ(halsim_reset_schedule(6), 0);
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  EXPECT_NE(halsim_trace_hash(), hash);
+  [b release];
+}
+
+TEST_F(SimMetalControl, ResetScheduleIsRefusedWhileAQueueHasWork) {
+  id<MTLSharedEvent> e = [device_ newSharedEvent];
+  id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+  [cb encodeWaitForEvent:e value:1];
+  [cb commit];
+  EXPECT_EQ(halsim_reset_schedule(9), -1);
+  e.signaledValue = 1;
+  [cb waitUntilCompleted];
+  EXPECT_EQ(halsim_reset_schedule(9), 0);
+  EXPECT_EQ(halsim_seed(), 9u);
+  [e release];
+}
+
+TEST_F(SimMetalControl, FaultsMapOntoMetal) {
+  // An allocation fault: newBufferWithLength: returns nil.
+  ASSERT_EQ(halsim_set_faults("fail_alloc=1"), 0);
+  EXPECT_EQ(Shared(64), nil);
+  id<MTLBuffer> b = Shared(64);
+  ASSERT_NE(b, nil);
+  // An op fault: the fill fails its command buffer, whose later encoded
+  // signal never happens.
+  id<MTLSharedEvent> e = [device_ newSharedEvent];
+  ASSERT_EQ(halsim_set_faults("fail_op=1"), 0);
+  EXPECT_EQ(FillAndSignal(b, e, 1), MTLCommandBufferStatusError);
+  EXPECT_EQ([e signaledValue], 0u);
+  ASSERT_EQ(halsim_set_faults(""), 0);
+  EXPECT_EQ(FillAndSignal(b, e, 1), MTLCommandBufferStatusCompleted);
+  EXPECT_EQ([e signaledValue], 1u);
+  // Not modelled, or not a fault: refused, with a line on stderr.
+  std::string err = Stderr([] {
+    EXPECT_EQ(halsim_set_faults("lose_device_at=1000"), -1);
+    EXPECT_EQ(halsim_set_faults("no_such_fault=1"), -1);
+  });
+  EXPECT_NE(err.find("lose_device_at is not simulated"), std::string::npos) << err;
+  [e release];
+  [b release];
+}
+
+TEST_F(SimMetalControl, LateSignalDelaysAnEncodedSignal) {
+  // Virtual time of one command buffer that only signals: a completion of
+  // at most 128 us (sim/core/sim_random.h), plus 500 us when late.
+  auto elapsed = [&](uint64_t value) {
+    id<MTLSharedEvent> e = [device_ newSharedEvent];
+    const uint64_t before = halsim_virtual_time_ns();
+    id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+    [cb encodeSignalEvent:e value:value];
+    [cb commit];
+    [cb waitUntilCompleted];
+    EXPECT_EQ([e signaledValue], value);
+    [e release];
+    return halsim_virtual_time_ns() - before;
+  };
+  EXPECT_LT(elapsed(1), 500'000u);
+  ASSERT_EQ(halsim_set_faults("late_signal_us=500,late_signal_ppm=1000000"), 0);
+  EXPECT_GE(elapsed(2), 500'000u);
+}
+
+TEST_F(SimMetalControl, PausedHostFunctionsHoldCompletion) {
+  id<MTLBuffer> b = Shared(16);
+  halsim_pause_host_functions(1);
+  id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+  id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+  [blit fillBuffer:b range:NSMakeRange(0, 16) value:1];
+  [blit endEncoding];
+  [cb commit];
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ([cb status], MTLCommandBufferStatusCommitted);
+  halsim_pause_host_functions(0);
+  [cb waitUntilCompleted];
+  EXPECT_EQ([cb status], MTLCommandBufferStatusCompleted);
+  [b release];
 }
 
 }  // namespace
