@@ -327,7 +327,8 @@ void Engine::Synchronize(Queue* queue) {
   BlockLocked(lock, [&] { return queue->completed >= target; });
 }
 
-Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn) {
+Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn,
+                                  std::vector<SignalUpdate> signals) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.host_functions_launched;
@@ -336,6 +337,7 @@ Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn) {
   op.name = "host_function";
   op.host = true;
   op.host_function = true;
+  op.signals = std::move(signals);
   op.run = [this, fn = std::move(fn)] {
     RunAsHostCallback(fn);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -504,28 +506,60 @@ bool Engine::ReadyLocked(const Op& op) const {
   return true;
 }
 
+namespace {
+
+// An op's write ranges (`writes`) or read ranges, the empty ones left out.
+std::vector<Range> RangesOf(const Op& op, bool writes) {
+  std::vector<Range> out;
+  const Range& first = writes ? op.write : op.read;
+  if (!first.empty()) out.push_back(first);
+  for (const Range& r : writes ? op.more_writes : op.more_reads) {
+    if (!r.empty()) out.push_back(r);
+  }
+  return out;
+}
+
+// The first conflict between `a` and `b` (overlapping ranges, one writing):
+// what it is, with the two ranges; null when none.
+const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
+  static const struct {
+    bool a_writes, b_writes;
+    const char* what;
+  } kKinds[] = {{true, true, "both write"},
+                {true, false, "the first writes what the second reads"},
+                {false, true, "the second writes what the first reads"}};
+  for (const auto& kind : kKinds) {
+    for (const Range& x : RangesOf(a, kind.a_writes)) {
+      for (const Range& y : RangesOf(b, kind.b_writes)) {
+        if (x.Overlaps(y)) {
+          *in_a = x;
+          *in_b = y;
+          return kind.what;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 // `queue`'s head just started; compares it with the ops in flight on other
 // queues.
 void Engine::CheckRacesLocked(Queue* queue) {
   const Op& op = queue->ops.front();
-  if (op.write.empty() && op.read.empty()) return;
-  auto shown = [](const Op& o) -> const Range& {
-    return o.write.empty() ? o.read : o.write;
-  };
+  if (op.write.empty() && op.read.empty() && op.more_writes.empty() &&
+      op.more_reads.empty()) {
+    return;
+  }
   for (Queue* other : queues_) {
     if (other == queue || !other->head_started ||
         other->head_finish <= queue->head_start) {
       continue;
     }
     const Op& o = other->ops.front();
-    const char* what = nullptr;
-    if (op.write.Overlaps(o.write)) {
-      what = "both write";
-    } else if (op.write.Overlaps(o.read)) {
-      what = "the first writes what the second reads";
-    } else if (op.read.Overlaps(o.write)) {
-      what = "the second writes what the first reads";
-    }
+    Range mine, theirs;
+    const char* what = FindConflict(op, o, &mine, &theirs);
     if (!what) continue;
     ++counters_.races;
     std::fprintf(stderr,
@@ -535,11 +569,10 @@ void Engine::CheckRacesLocked(Queue* queue) {
                  options_.log_prefix, (unsigned long long)seed_,
                  (unsigned long long)queue->head_start, op.name,
                  (unsigned long long)(queue->id - trace_queue_base_),
-                 (unsigned long long)shown(op).begin,
-                 (unsigned long long)shown(op).end, o.name,
-                 (unsigned long long)(other->id - trace_queue_base_),
-                 (unsigned long long)shown(o).begin,
-                 (unsigned long long)shown(o).end, what);
+                 (unsigned long long)mine.begin, (unsigned long long)mine.end,
+                 o.name, (unsigned long long)(other->id - trace_queue_base_),
+                 (unsigned long long)theirs.begin,
+                 (unsigned long long)theirs.end, what);
     if (abort_on_race_) std::abort();
   }
 }

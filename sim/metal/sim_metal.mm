@@ -541,9 +541,14 @@ struct CommandBufferState {
   bytes_->assign(words, words + length / 4);
 }
 // The checks and the arguments of one dispatch; false when it cannot run.
+// `ranges`: what the race checker sees of each binding. Metal binds a buffer
+// with an offset and no length or access mode, so the kernel may write
+// anywhere from the offset to the buffer's end; that is the binding's range
+// (a write).
 - (BOOL)simPrepare:(MTLSize)threads
           pointers:(std::vector<uintptr_t>*)pointers
-         constants:(std::vector<uint32_t>*)constants {
+         constants:(std::vector<uint32_t>*)constants
+            ranges:(std::vector<hal::sim::Range>*)ranges {
   if (!pipeline_) {
     Violation("a dispatch with no compute pipeline state set");
     return NO;
@@ -567,6 +572,7 @@ struct CommandBufferState {
       return NO;
     }
     pointers->push_back(reinterpret_cast<uintptr_t>(b->base_) + offsets_[i]);
+    ranges->push_back(hal::sim::Range::Of(pointers->back(), b->length_ - offsets_[i]));
   }
   if (bytes_->size() < info->constant_count) {
     Violation("dispatch of '%s': %zu constants set at index 30, the kernel "
@@ -581,7 +587,8 @@ struct CommandBufferState {
   if (![self simLive:"dispatchThreadgroups:"]) return;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
-  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+  std::vector<hal::sim::Range> ranges;
+  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
@@ -589,6 +596,7 @@ struct CommandBufferState {
                             (uint32_t)groups.depth};
   engine::Op op;
   op.name = "mtl.dispatch";
+  op.more_writes = std::move(ranges);
   op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
                           std::move(pointers), std::move(constants));
   [self simAdd:std::move(op)];
@@ -600,6 +608,7 @@ struct CommandBufferState {
   auto* ib = (HalSimMTLBuffer*)indirect;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
+  std::vector<hal::sim::Range> ranges;
   if (!ib || offset % 4 != 0 || offset > ib->length_ || ib->length_ - offset < 12) {
     Violation("dispatchThreadgroupsWithIndirectBuffer: 12 bytes at offset "
               "%lu of a %lu-byte buffer (4-byte aligned)",
@@ -607,12 +616,14 @@ struct CommandBufferState {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
-  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
   engine::Op op;
   op.name = "mtl.dispatch_indirect";
+  op.more_writes = std::move(ranges);
+  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(ib->base_) + offset, 12);
   engine::Domain* domain = buffer_->state_->domain.get();
   const engine::Kernel* kernel = pipeline_->kernel_;
   const uint8_t* counts = ib->base_ + offset;
@@ -782,8 +793,20 @@ struct CommandBufferState {
   for (engine::Op& op : ops) E().Enqueue(queue_->queue_, std::move(op));
   // In flight, the command buffer keeps itself alive.
   [self retain];
-  E().EnqueueHostFunction(queue_->queue_,
-                          [self] { RunOnCallbackThread([self] { [self simComplete]; }); });
+  // The handlers run on the callback thread once the completion op left
+  // the engine queue (`left` is raised as it goes), so that a caller who
+  // saw the command buffer complete finds no work of it on the queue
+  // (halsim_reset_schedule refuses while a queue has work).
+  engine::SignalPtr left = E().CreateSignal(0);
+  E().EnqueueHostFunction(
+      queue_->queue_,
+      [self, left] {
+        RunOnCallbackThread([self, left] {
+          E().WaitSignal(left, engine::Cond::kGe, 1);
+          [self simComplete];
+        });
+      },
+      {{left, engine::SignalOp::kSet, 1}});
 }
 - (void)simComplete {
   std::vector<MTLCommandBufferHandler> handlers;

@@ -173,6 +173,50 @@ TEST(EngineTest, RaceIsReported) {
   engine.DestroyQueue(b);
 }
 
+// An op with several ranges (a dispatch's bindings): each one is checked,
+// and ranges that only meet other reads are not a race.
+TEST(EngineTest, RaceOnAFurtherRangeIsReported) {
+  Engine engine(FastOptions());
+  Queue* a = engine.CreateQueue();
+  Queue* b = engine.CreateQueue();
+  void* p = nullptr;
+  ASSERT_EQ(engine.Allocate(1024, MemoryKind::kDevice, 256, &p), Error::kOk);
+  auto base = reinterpret_cast<uintptr_t>(p);
+  auto run = [&](std::vector<Range> a_writes, std::vector<Range> a_reads,
+                 std::vector<Range> b_writes) -> uint64_t {
+    const uint64_t before = engine.counters().races;
+    SignalPtr gate = engine.CreateSignal(0);
+    for (Queue* q : {a, b}) {
+      EXPECT_EQ(engine.Enqueue(q, WaitOp(gate, Cond::kGe, 1)), Error::kOk);
+      Op op;
+      op.name = "kernel";
+      // Both start at the same virtual time: long enough to overlap.
+      op.extra_ns = 1'000'000;
+      op.more_writes = q == a ? a_writes : b_writes;
+      if (q == a) op.more_reads = a_reads;
+      EXPECT_EQ(engine.Enqueue(q, std::move(op)), Error::kOk);
+    }
+    engine.UpdateSignal(gate, SignalOp::kSet, 1);
+    engine.Synchronize(a);
+    engine.Synchronize(b);
+    return engine.counters().races - before;
+  };
+  // The second binding of `a` meets `b`'s write.
+  EXPECT_EQ(run({Range::Of(base, 64), Range::Of(base + 512, 64)}, {},
+                {Range::Of(base + 540, 8)}),
+            1u);
+  // A read binding of `a` meets `b`'s write.
+  EXPECT_EQ(run({Range::Of(base, 64)}, {Range::Of(base + 256, 64)},
+                {Range::Of(base + 300, 4)}),
+            1u);
+  // Disjoint.
+  EXPECT_EQ(run({Range::Of(base, 64), Range::Of(base + 512, 64)},
+                {Range::Of(base + 256, 64)}, {Range::Of(base + 128, 64)}),
+            0u);
+  engine.DestroyQueue(a);
+  engine.DestroyQueue(b);
+}
+
 TEST(EngineTest, FaultPlanFires) {
   Engine engine(FastOptions());
   FaultPlan plan;
