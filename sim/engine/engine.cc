@@ -44,8 +44,17 @@ thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
 thread_local int t_host_call_depth HALSIM_TLS = 0;
 // Linux thread ids of every engine thread of this library's engines: the
 // device, never a host thread (HostBusyLocked).
-std::mutex g_engine_threads_mutex;
-std::vector<int> g_engine_threads;
+// Never destroyed: a library's static engine (never destroyed either) keeps
+// its thread running through exit, after the library's static destructors
+// ran (TSan reported the vector's destructor racing the thread's push_back).
+std::mutex& EngineThreadsMutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+std::vector<int>& EngineThreads() {
+  static auto* threads = new std::vector<int>();
+  return *threads;
+}
 
 int ThisThreadId() { return static_cast<int>(::syscall(SYS_gettid)); }
 
@@ -410,13 +419,13 @@ void Engine::StartEngineLocked() {
   thread_ = std::thread([this] {
     const int tid = ThisThreadId();
     {
-      std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-      g_engine_threads.push_back(tid);
+      std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+      EngineThreads().push_back(tid);
     }
     EngineMain();
-    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-    g_engine_threads.erase(
-        std::find(g_engine_threads.begin(), g_engine_threads.end(), tid));
+    std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+    EngineThreads().erase(
+        std::find(EngineThreads().begin(), EngineThreads().end(), tid));
   });
 }
 
@@ -436,8 +445,8 @@ bool Engine::HostBusyLocked() {
   if (!dir) return false;  // no procfs: the settle window alone
   std::vector<int> engines;
   {
-    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-    engines = g_engine_threads;
+    std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+    engines = EngineThreads();
   }
   bool busy = false;
   while (dirent* entry = ::readdir(dir)) {
