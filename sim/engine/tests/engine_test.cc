@@ -516,8 +516,12 @@ TEST(EngineTest, SettleWaitsForAWokenHostThreadToBlockAgain) {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
     volatile uint64_t spin = 0;
     while (std::chrono::steady_clock::now() < until) spin = spin + 1;
-    steps_after_run = engine.counters().steps;
+    // Inside a call before reading the counters: counters() takes the
+    // engine's lock, which the engine holds while it reads the threads'
+    // states, and a thread blocked on it looks quiet (the engine may then
+    // step before this read).
     Engine::HostCall call(engine);
+    steps_after_run = engine.counters().steps;
     engine.UpdateSignal(b, SignalOp::kSet, 1);
   });
   host.join();
