@@ -472,14 +472,6 @@ TEST(EngineTest, ConcurrentHostThreads) {
 // B). Without that, the device would step on while the thread runs and the
 // trace would depend on the OS.
 TEST(EngineTest, SettleWaitsForAWokenHostThreadToBlockAgain) {
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  // A timing rule, like the replay checks (label "replay", not run under
-  // TSan): TSan's runtime failed this test about once in ten runs (the
-  // engine stepped during the host thread's 5 ms run), not understood yet.
-  GTEST_SKIP() << "the settle rule is not checked under ThreadSanitizer";
-#endif
-#endif
   Options o;
   o.log_prefix = "engine_test";
   o.settle_ns = 200'000;
