@@ -1,5 +1,5 @@
-/* The one control ABI of every simulated vendor library (libhalsim_cuda.so
- * today; the HIP, Level Zero, HSA and Metal simulators later), exported
+/* The one control ABI of every simulated vendor library (libhalsim_cuda,
+ * _hip, _ze, _hsa and _metal .so, via sim/engine/engine_control.cc), exported
  * under exactly these names by each. Shared tools (hal-check, the property
  * tests, the fuzzers) look them up with dlsym on the library a driver loaded
  * (dlopen of the same path returns the same handle), so they name no

@@ -44,8 +44,17 @@ thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
 thread_local int t_host_call_depth HALSIM_TLS = 0;
 // Linux thread ids of every engine thread of this library's engines: the
 // device, never a host thread (HostBusyLocked).
-std::mutex g_engine_threads_mutex;
-std::vector<int> g_engine_threads;
+// Never destroyed: a library's static engine (never destroyed either) keeps
+// its thread running through exit, after the library's static destructors
+// ran (TSan reported the vector's destructor racing the thread's push_back).
+std::mutex& EngineThreadsMutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+std::vector<int>& EngineThreads() {
+  static auto* threads = new std::vector<int>();
+  return *threads;
+}
 
 int ThisThreadId() { return static_cast<int>(::syscall(SYS_gettid)); }
 
@@ -327,7 +336,8 @@ void Engine::Synchronize(Queue* queue) {
   BlockLocked(lock, [&] { return queue->completed >= target; });
 }
 
-Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn) {
+Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn,
+                                  std::vector<SignalUpdate> signals) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.host_functions_launched;
@@ -336,6 +346,7 @@ Error Engine::EnqueueHostFunction(Queue* queue, std::function<void()> fn) {
   op.name = "host_function";
   op.host = true;
   op.host_function = true;
+  op.signals = std::move(signals);
   op.run = [this, fn = std::move(fn)] {
     RunAsHostCallback(fn);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -408,13 +419,13 @@ void Engine::StartEngineLocked() {
   thread_ = std::thread([this] {
     const int tid = ThisThreadId();
     {
-      std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-      g_engine_threads.push_back(tid);
+      std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+      EngineThreads().push_back(tid);
     }
     EngineMain();
-    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-    g_engine_threads.erase(
-        std::find(g_engine_threads.begin(), g_engine_threads.end(), tid));
+    std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+    EngineThreads().erase(
+        std::find(EngineThreads().begin(), EngineThreads().end(), tid));
   });
 }
 
@@ -434,8 +445,8 @@ bool Engine::HostBusyLocked() {
   if (!dir) return false;  // no procfs: the settle window alone
   std::vector<int> engines;
   {
-    std::lock_guard<std::mutex> guard(g_engine_threads_mutex);
-    engines = g_engine_threads;
+    std::lock_guard<std::mutex> guard(EngineThreadsMutex());
+    engines = EngineThreads();
   }
   bool busy = false;
   while (dirent* entry = ::readdir(dir)) {
@@ -504,41 +515,73 @@ bool Engine::ReadyLocked(const Op& op) const {
   return true;
 }
 
+namespace {
+
+// An op's write ranges (`writes`) or read ranges, the empty ones left out.
+std::vector<Range> RangesOf(const Op& op, bool writes) {
+  std::vector<Range> out;
+  const Range& first = writes ? op.write : op.read;
+  if (!first.empty()) out.push_back(first);
+  for (const Range& r : writes ? op.more_writes : op.more_reads) {
+    if (!r.empty()) out.push_back(r);
+  }
+  return out;
+}
+
+// The first conflict between `a` and `b` (overlapping ranges, one writing):
+// what it is, with the two ranges; null when none.
+const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
+  static const struct {
+    bool a_writes, b_writes;
+    const char* what;
+  } kKinds[] = {{true, true, "both write"},
+                {true, false, "the first writes what the second reads"},
+                {false, true, "the second writes what the first reads"}};
+  for (const auto& kind : kKinds) {
+    for (const Range& x : RangesOf(a, kind.a_writes)) {
+      for (const Range& y : RangesOf(b, kind.b_writes)) {
+        if (x.Overlaps(y)) {
+          *in_a = x;
+          *in_b = y;
+          return kind.what;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 // `queue`'s head just started; compares it with the ops in flight on other
 // queues.
 void Engine::CheckRacesLocked(Queue* queue) {
   const Op& op = queue->ops.front();
-  if (op.write.empty() && op.read.empty()) return;
-  auto shown = [](const Op& o) -> const Range& {
-    return o.write.empty() ? o.read : o.write;
-  };
+  if (op.write.empty() && op.read.empty() && op.more_writes.empty() &&
+      op.more_reads.empty()) {
+    return;
+  }
   for (Queue* other : queues_) {
     if (other == queue || !other->head_started ||
         other->head_finish <= queue->head_start) {
       continue;
     }
     const Op& o = other->ops.front();
-    const char* what = nullptr;
-    if (op.write.Overlaps(o.write)) {
-      what = "both write";
-    } else if (op.write.Overlaps(o.read)) {
-      what = "the first writes what the second reads";
-    } else if (op.read.Overlaps(o.write)) {
-      what = "the second writes what the first reads";
-    }
+    Range mine, theirs;
+    const char* what = FindConflict(op, o, &mine, &theirs);
     if (!what) continue;
     ++counters_.races;
-    std::fprintf(
-        stderr,
-        "%s: race (seed %llu, virtual t=%llu ns): %s on stream %s "
-        "[0x%llx, 0x%llx) and %s on stream %s [0x%llx, 0x%llx) "
-        "run at the same time and %s; no event orders them\n",
-        options_.log_prefix, (unsigned long long)seed_,
-        (unsigned long long)queue->head_start, op.name,
-        StreamName(queue).c_str() + 1, (unsigned long long)shown(op).begin,
-        (unsigned long long)shown(op).end, o.name,
-        StreamName(other).c_str() + 1, (unsigned long long)shown(o).begin,
-        (unsigned long long)shown(o).end, what);
+    std::fprintf(stderr,
+                 "%s: race (seed %llu, virtual t=%llu ns): %s on stream %s "
+                 "[0x%llx, 0x%llx) and %s on stream %s [0x%llx, 0x%llx) "
+                 "run at the same time and %s; no event orders them\n",
+                 options_.log_prefix, (unsigned long long)seed_,
+                 (unsigned long long)queue->head_start, op.name,
+                 StreamName(queue).c_str() + 1, (unsigned long long)mine.begin,
+                 (unsigned long long)mine.end, o.name,
+                 StreamName(other).c_str() + 1,
+                 (unsigned long long)theirs.begin,
+                 (unsigned long long)theirs.end, what);
     if (abort_on_race_) std::abort();
   }
 }

@@ -141,7 +141,10 @@ struct Op {
   uint64_t extra_ns = 0;       // added to the drawn duration
   uint64_t bytes = 0;          // for the trace
   Range write, read;           // for the race checker
-  uint64_t seq = 0;            // enqueue order over all queues (Enqueue)
+  // Further ranges for the race checker, each checked as `write` / `read`
+  // are (a dispatch's bindings).
+  std::vector<Range> more_writes, more_reads;
+  uint64_t seq = 0;  // enqueue order over all queues (Enqueue)
 };
 
 enum class MemoryKind { kDevice, kManaged, kHost, kRegistered, kPool };
@@ -251,8 +254,11 @@ class Engine {
   // Blocks until the work enqueued on `queue` before the call completed.
   void Synchronize(Queue* queue);
   // A host function: runs on the engine thread as an op of `queue`, held
-  // while host functions are paused; InHostCallback() inside.
-  Error EnqueueHostFunction(Queue* queue, std::function<void()> fn);
+  // while host functions are paused; InHostCallback() inside. `signals` are
+  // applied when it returned, as the op leaves the queue (so a host thread
+  // that sees them knows the queue is past it).
+  Error EnqueueHostFunction(Queue* queue, std::function<void()> fn,
+                            std::vector<SignalUpdate> signals = {});
 
   // --- Signals. ---
   SignalPtr CreateSignal(uint64_t initial = 0);

@@ -15,6 +15,11 @@
 // encoded event waits, blits, encoded event signals, then its completion
 // (status, then handlers on the callback thread). Shared events are engine
 // signals; listener blocks run on the callback thread.
+// The library exports the control ABI (sim/core/halsim_control.h) over its
+// engine. Faults: fail_alloc/alloc_fail_ppm make newBufferWithLength: return
+// nil; fail_op/op_fail_ppm fail a blit or dispatch, and so its command buffer
+// (MTLCommandBufferStatusError, no later encoded signal); slow_ppm; and
+// late_signal_* delay an encoded event signal. lose_device_at is refused.
 //
 // Released objects are kept as zombies (never freed; bounded) so that an
 // over-release is reported instead of touching freed memory.
@@ -31,11 +36,22 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/engine_control.h"
 #include "sim/engine/engine_kernels.h"
 #include "sim/metal/sim_metal_internal.h"
 
 using namespace hal::sim::metal;  // NOLINT
 namespace engine = hal::sim::engine;
+
+// Every framework method a host thread calls that may block on a lock (the
+// engine's, or one a callback holds) runs inside an engine HostCall, as every
+// entry point of the other simulated libraries does (the settle rule,
+// engine.h). Without it, a driver thread blocked on the engine's lock while
+// the engine scanned the process's threads (it holds that lock) looked
+// blocked, and the engine stepped in the middle of the driver's sequence.
+// Not around a wait for the device (waitUntilCompleted), which must let the
+// engine step.
+#define HALSIM_METAL_ENTER() engine::Engine::HostCall halsim_metal_call_(E())
 
 // ---------------------------------------------------------------------------
 // The base: explicit reference counting with over-release detection.
@@ -86,6 +102,8 @@ std::deque<HalSimMTLObject*>& Zombies() {
     return;
   }
   if (refs_->fetch_sub(1) != 1) return;
+  // The teardown frees memory or a queue through the engine.
+  HALSIM_METAL_ENTER();
   zombie_ = YES;
   CountFree(object_getClassName(self));
   [self simTeardown];
@@ -198,10 +216,11 @@ struct PendingNotify {
   return device_;
 }
 - (uint64_t)signaledValue {
+  HALSIM_METAL_ENTER();
   return E().SignalValue(*signal_);
 }
 - (void)setSignaledValue:(uint64_t)value {
-  engine::Engine::HostCall call(E());
+  HALSIM_METAL_ENTER();
   [self simRaiseTo:value];
 }
 // Raises the value (an event never goes down here: the driver only raises
@@ -236,6 +255,7 @@ struct PendingNotify {
 - (void)notifyListener:(MTLSharedEventListener*)listener
                atValue:(uint64_t)value
                  block:(MTLSharedEventNotificationBlock)block {
+  HALSIM_METAL_ENTER();
   if (!listener || !block) {
     Violation("notifyListener:atValue:block: with a nil listener or block");
     return;
@@ -269,8 +289,7 @@ namespace {
 engine::KernelLibrary& Kernels() {
   static engine::KernelLibrary* kernels = [] {
     std::string dir;
-    const char* env = std::getenv("HALSIM_METAL_KERNEL_DIR");
-    if (!env) env = std::getenv("HALSIM_KERNEL_DIR");
+    const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_METAL_");
     if (env && *env) {
       dir = env;
     } else {
@@ -322,6 +341,7 @@ NSError* MakeError(NSString* domain, const std::string& text) {
   return names;
 }
 - (id<MTLFunction>)newFunctionWithName:(NSString*)name {
+  HALSIM_METAL_ENTER();
   const char* want = [name UTF8String];
   for (const engine::Kernel& k : *kernels_) {
     if (k.name == want) {
@@ -521,9 +541,14 @@ struct CommandBufferState {
   bytes_->assign(words, words + length / 4);
 }
 // The checks and the arguments of one dispatch; false when it cannot run.
+// `ranges`: what the race checker sees of each binding. Metal binds a buffer
+// with an offset and no length or access mode, so the kernel may write
+// anywhere from the offset to the buffer's end; that is the binding's range
+// (a write).
 - (BOOL)simPrepare:(MTLSize)threads
           pointers:(std::vector<uintptr_t>*)pointers
-         constants:(std::vector<uint32_t>*)constants {
+         constants:(std::vector<uint32_t>*)constants
+            ranges:(std::vector<hal::sim::Range>*)ranges {
   if (!pipeline_) {
     Violation("a dispatch with no compute pipeline state set");
     return NO;
@@ -547,6 +572,7 @@ struct CommandBufferState {
       return NO;
     }
     pointers->push_back(reinterpret_cast<uintptr_t>(b->base_) + offsets_[i]);
+    ranges->push_back(hal::sim::Range::Of(pointers->back(), b->length_ - offsets_[i]));
   }
   if (bytes_->size() < info->constant_count) {
     Violation("dispatch of '%s': %zu constants set at index 30, the kernel "
@@ -561,7 +587,8 @@ struct CommandBufferState {
   if (![self simLive:"dispatchThreadgroups:"]) return;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
-  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+  std::vector<hal::sim::Range> ranges;
+  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
@@ -569,6 +596,7 @@ struct CommandBufferState {
                             (uint32_t)groups.depth};
   engine::Op op;
   op.name = "mtl.dispatch";
+  op.more_writes = std::move(ranges);
   op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
                           std::move(pointers), std::move(constants));
   [self simAdd:std::move(op)];
@@ -580,6 +608,7 @@ struct CommandBufferState {
   auto* ib = (HalSimMTLBuffer*)indirect;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
+  std::vector<hal::sim::Range> ranges;
   if (!ib || offset % 4 != 0 || offset > ib->length_ || ib->length_ - offset < 12) {
     Violation("dispatchThreadgroupsWithIndirectBuffer: 12 bytes at offset "
               "%lu of a %lu-byte buffer (4-byte aligned)",
@@ -587,12 +616,14 @@ struct CommandBufferState {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
-  if (![self simPrepare:threads pointers:&pointers constants:&constants]) {
+  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
   engine::Op op;
   op.name = "mtl.dispatch_indirect";
+  op.more_writes = std::move(ranges);
+  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(ib->base_) + offset, 12);
   engine::Domain* domain = buffer_->state_->domain.get();
   const engine::Kernel* kernel = pipeline_->kernel_;
   const uint8_t* counts = ib->base_ + offset;
@@ -642,6 +673,7 @@ struct CommandBufferState {
 
 @implementation HalSimMTLCommandBuffer
 - (MTLCommandBufferStatus)status {
+  HALSIM_METAL_ENTER();
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->status;
 }
@@ -683,6 +715,7 @@ struct CommandBufferState {
   state_->resources.push_back([resource retain]);
 }
 - (id<MTLBlitCommandEncoder>)blitCommandEncoder {
+  HALSIM_METAL_ENTER();
   if (![self simCanEncode:"blitCommandEncoder"]) return nil;
   HalSimMTLBlitEncoder* encoder = [[HalSimMTLBlitEncoder alloc] init];
   encoder->buffer_ = [self retain];
@@ -693,6 +726,7 @@ struct CommandBufferState {
   return [encoder autorelease];
 }
 - (id<MTLComputeCommandEncoder>)computeCommandEncoder {
+  HALSIM_METAL_ENTER();
   if (![self simCanEncode:"computeCommandEncoder"]) return nil;
   HalSimMTLComputeEncoder* encoder = [[HalSimMTLComputeEncoder alloc] init];
   encoder->buffer_ = [self retain];
@@ -704,6 +738,7 @@ struct CommandBufferState {
   return [encoder autorelease];
 }
 - (void)encodeWaitForEvent:(id<MTLEvent>)event value:(uint64_t)value {
+  HALSIM_METAL_ENTER();
   if (![self simCanEncode:"encodeWaitForEvent:value:"]) return;
   auto* e = (HalSimMTLSharedEvent*)event;
   engine::Op op;
@@ -713,11 +748,16 @@ struct CommandBufferState {
   [self simAddOp:std::move(op) retaining:event also:nil];
 }
 - (void)encodeSignalEvent:(id<MTLEvent>)event value:(uint64_t)value {
+  HALSIM_METAL_ENTER();
   if (![self simCanEncode:"encodeSignalEvent:value:"]) return;
   auto* e = (HalSimMTLSharedEvent*)event;
   engine::Op op;
-  op.name = "mtl.signal_event";
+  // A late-signal fault (HALSIM_FAULTS late_signal_us/late_signal_ppm)
+  // delays the event, as it delays a CUDA event record.
+  const uint64_t late_ns = E().DrawLateSignalNs();
+  op.name = late_ns ? "mtl.signal_event(late)" : "mtl.signal_event";
   op.zero_time = true;
+  op.extra_ns = late_ns;
   // Through the event, so that its listeners hear of it. A command buffer
   // that failed stops there: its later signals never happen.
   engine::Domain* domain = state_->domain.get();
@@ -727,6 +767,7 @@ struct CommandBufferState {
   [self simAddOp:std::move(op) retaining:event also:nil];
 }
 - (void)addCompletedHandler:(MTLCommandBufferHandler)block {
+  HALSIM_METAL_ENTER();
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (state_->status != MTLCommandBufferStatusNotEnqueued) {
     Violation("addCompletedHandler: after commit");
@@ -735,6 +776,7 @@ struct CommandBufferState {
   state_->handlers.push_back(Block_copy(block));
 }
 - (void)commit {
+  HALSIM_METAL_ENTER();
   std::vector<engine::Op> ops;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -748,12 +790,23 @@ struct CommandBufferState {
     state_->status = MTLCommandBufferStatusCommitted;
     ops.swap(state_->ops);
   }
-  engine::Engine::HostCall call(E());
   for (engine::Op& op : ops) E().Enqueue(queue_->queue_, std::move(op));
   // In flight, the command buffer keeps itself alive.
   [self retain];
-  E().EnqueueHostFunction(queue_->queue_,
-                          [self] { RunOnCallbackThread([self] { [self simComplete]; }); });
+  // The handlers run on the callback thread once the completion op left
+  // the engine queue (`left` is raised as it goes), so that a caller who
+  // saw the command buffer complete finds no work of it on the queue
+  // (halsim_reset_schedule refuses while a queue has work).
+  engine::SignalPtr left = E().CreateSignal(0);
+  E().EnqueueHostFunction(
+      queue_->queue_,
+      [self, left] {
+        RunOnCallbackThread([self, left] {
+          E().WaitSignal(left, engine::Cond::kGe, 1);
+          [self simComplete];
+        });
+      },
+      {{left, engine::SignalOp::kSet, 1}});
 }
 - (void)simComplete {
   std::vector<MTLCommandBufferHandler> handlers;
@@ -802,6 +855,7 @@ struct CommandBufferState {
   return device_;
 }
 - (id<MTLCommandBuffer>)commandBuffer {
+  HALSIM_METAL_ENTER();
   HalSimMTLCommandBuffer* cb = [[HalSimMTLCommandBuffer alloc] init];
   cb->queue_ = [self retain];
   cb->state_ = new CommandBufferState();
@@ -833,6 +887,7 @@ struct CommandBufferState {
   return MTLSizeMake(1024, 1024, 64);
 }
 - (id<MTLCommandQueue>)newCommandQueue {
+  HALSIM_METAL_ENTER();
   HalSimMTLCommandQueue* q = [[HalSimMTLCommandQueue alloc] init];
   q->device_ = [self retain];
   q->queue_ = E().CreateQueue();
@@ -857,6 +912,7 @@ struct CommandBufferState {
   return b;
 }
 - (id<MTLSharedEvent>)newSharedEvent {
+  HALSIM_METAL_ENTER();
   HalSimMTLSharedEvent* e = [[HalSimMTLSharedEvent alloc] init];
   e->device_ = [self retain];
   e->signal_ = new engine::SignalPtr(E().CreateSignal(0));
@@ -867,6 +923,7 @@ struct CommandBufferState {
 - (id<MTLLibrary>)newLibraryWithSource:(NSString*)source
                                options:(id)options
                                  error:(NSError**)error {
+  HALSIM_METAL_ENTER();
   const char* text = [source UTF8String];
   auto kernels = std::make_unique<std::vector<engine::Kernel>>();
   static const char kKernel[] = "kernel void ";
@@ -896,6 +953,7 @@ struct CommandBufferState {
 }
 - (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)function
                                                              error:(NSError**)error {
+  HALSIM_METAL_ENTER();
   if (!function) {
     if (error) *error = MakeError(@"MTLLibraryErrorDomain", "no function");
     return nil;
@@ -907,6 +965,6 @@ struct CommandBufferState {
 @end
 
 extern "C" __attribute__((visibility("default"))) id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
-  E();  // configures the engine from the environment
+  if (ConfigurationFailed()) return nil;  // configures the engine first
   return [[HalSimMTLDevice alloc] init];
 }

@@ -13,6 +13,10 @@ namespace hal::sim::metal {
 // The one engine of the simulated framework, configured from HALSIM_* /
 // HALSIM_METAL_* (seed, settle, races, trace, faults) on first use.
 engine::Engine& E();
+// Whether the environment's configuration was refused (a malformed
+// HALSIM_FAULTS, said on stderr): MTLCreateSystemDefaultDevice then returns
+// nil, as the other simulated libraries fail their init call.
+bool ConfigurationFailed();
 
 // Reports a broken Metal rule on stderr ("halsim_metal: Metal rule
 // violated: ...; seed=N") and counts it. printf-style.

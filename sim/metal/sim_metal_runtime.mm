@@ -13,17 +13,13 @@
 #include <string>
 #include <thread>
 
+#include "sim/engine/engine_control.h"
 #include "sim/metal/sim_metal_internal.h"
 
 namespace hal::sim::metal {
 namespace {
 
-const char* Env(const char* name) {
-  std::string vendor = std::string("HALSIM_METAL_") + name;
-  if (const char* v = std::getenv(vendor.c_str())) return v;
-  std::string common = std::string("HALSIM_") + name;
-  return std::getenv(common.c_str());
-}
+std::atomic<bool> g_configuration_failed{false};
 
 struct Accounting {
   std::mutex mutex;
@@ -119,31 +115,22 @@ engine::Engine& E() {
     engine::Options options;
     options.log_prefix = "halsim_metal";
     auto* e = new engine::Engine(options);
-    const char* seed = Env("SEED");
-    e->ResetSchedule(seed ? std::strtoull(seed, nullptr, 10) : 0);
-    if (const char* settle = Env("SETTLE_US")) {
-      e->SetSettleNs(std::atoll(settle) * 1000);
-    }
-    if (const char* races = Env("RACES")) {
-      e->SetAbortOnRace(std::strcmp(races, "abort") == 0);
-    }
-    if (const char* trace = Env("TRACE"); trace && *trace) {
-      if (!e->SetTraceFile(trace)) {
-        std::fprintf(stderr, "halsim_metal: cannot write the trace to %s\n", trace);
-      }
-    }
-    if (const char* faults = Env("FAULTS")) {
-      FaultPlan plan;
-      std::string error;
-      if (!FaultPlan::Parse(faults, &plan, &error) || !e->SetFaults(plan, &error)) {
-        std::fprintf(stderr, "halsim_metal: malformed HALSIM_FAULTS '%s': %s\n", faults,
-                     error.c_str());
-      }
+    // The shared variables and their HALSIM_METAL_ aliases, read the same
+    // way as every other simulated library (engine_control.h). A malformed
+    // fault plan leaves the engine without faults and makes
+    // MTLCreateSystemDefaultDevice return nil (ConfigurationFailed()).
+    if (!engine::ConfigureFromEnvironment(*e, "HALSIM_METAL_")) {
+      g_configuration_failed.store(true);
     }
     std::atexit(ReportAtExit);
     return e;
   }();
   return *engine;
+}
+
+bool ConfigurationFailed() {
+  E();
+  return g_configuration_failed.load();
 }
 
 void Violation(const char* format, ...) {
@@ -172,3 +159,8 @@ void CountFree(const char* class_name) {
 void RunOnCallbackThread(std::function<void()> fn) { Callbacks().Post(std::move(fn)); }
 
 }  // namespace hal::sim::metal
+
+// The halsim_control.h exports (engine_control.cc) act on this engine.
+namespace hal::sim::engine {
+Engine& ControlEngine() { return metal::E(); }
+}  // namespace hal::sim::engine

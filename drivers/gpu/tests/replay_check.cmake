@@ -6,13 +6,19 @@
 # in the middle of a submission (docs/drivers/cuda.md). Run by ctest
 # (cuda-sim.replay, hip-sim.replay):
 #   cmake -DHAL_CHECK=... -DSIM_LIBRARY=... -DLIBRARY_VAR=HAL_<DRIVER>_LIBRARY
-#         -DDEVICE=<uri> -DOUT_DIR=... -DSEED=N -P replay_check.cmake
+#         -DDEVICE=<uri> -DOUT_DIR=... -DSEED=N [-DFILTER=<gtest filter>]
+#         -P replay_check.cmake
+# FILTER (optional) runs part of the suite, where the whole is too slow.
 foreach(var HAL_CHECK SIM_LIBRARY LIBRARY_VAR DEVICE OUT_DIR SEED)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "replay_check.cmake needs -D${var}=...")
   endif()
 endforeach()
 math(EXPR OTHER_SEED "${SEED} + 1")
+set(filter_arg "")
+if(DEFINED FILTER)
+  set(filter_arg "--gtest_filter=${FILTER}")
+endif()
 file(MAKE_DIRECTORY "${OUT_DIR}")
 set(names a b c)
 set(seeds ${SEED} ${SEED} ${OTHER_SEED})
@@ -23,7 +29,7 @@ foreach(name seed IN ZIP_LISTS names seeds)
             ${LIBRARY_VAR}=${SIM_LIBRARY} HALSIM_SEED=${seed}
             HALSIM_TRACE=${trace} HALSIM_RACES=abort
             HALSIM_SETTLE_US=3000
-            ${HAL_CHECK} --device=${DEVICE}
+            ${HAL_CHECK} --device=${DEVICE} ${filter_arg}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "hal-check with HALSIM_SEED=${seed} failed (${rc}):\n${out}\n${err}")

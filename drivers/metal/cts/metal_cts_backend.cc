@@ -1,8 +1,32 @@
 // Opts the Metal driver into the conformance suite. On Linux it runs over
 // the simulated Metal framework (sim/metal/), seeded by HALSIM_SEED.
+#include <dlfcn.h>
+
 #include "hal/cts/cts.h"
+#include "sim/core/halsim_control_loader.h"
 
 namespace hal::cts {
+namespace {
+
+using TraceHashFn = uint64_t (*)();
+
+// The simulated framework's halsim_trace_hash: through HAL_METAL_SIM_LIBRARY
+// like the other drivers, else from the library that defines the
+// MTLCreateSystemDefaultDevice the driver links (libhalsim_metal.so on
+// Linux; on macOS Apple's framework, which has none).
+TraceHashFn FindTraceHash() {
+  const sim::HalsimControl& control = sim::FindHalsimControl("metal");
+  if (control.trace_hash) return control.trace_hash;
+  Dl_info info;
+  void* create = dlsym(RTLD_DEFAULT, "MTLCreateSystemDefaultDevice");
+  if (!create || !dladdr(create, &info) || !info.dli_fname) return nullptr;
+  // Already loaded (RTLD_NOLOAD); kept open, as FindHalsimControl does.
+  void* handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (!handle) return nullptr;
+  return reinterpret_cast<TraceHashFn>(dlsym(handle, "halsim_trace_hash"));
+}
+
+}  // namespace
 
 void RegisterMetalCtsBackend() {
   Backend b;
@@ -12,6 +36,14 @@ void RegisterMetalCtsBackend() {
   // checks (Metal binds a buffer with no length).
   b.tags = {kTagFiles,      kTagAlloca,           kTagHostCall,
             kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  // Through the simulated Metal framework: its trace hash, for hal-check's
+  // run trace hash (sim/core/halsim_control.h).
+  b.trace_hash = [](Device*) -> StatusOr<uint64_t> {
+    static const TraceHashFn trace_hash = FindTraceHash();
+    if (!trace_hash)
+      return UnavailableError("not the simulated Metal framework");
+    return trace_hash();
+  };
   RegisterBackend(std::move(b));
 }
 

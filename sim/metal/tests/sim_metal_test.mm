@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "sim/core/halsim_control.h"
+
 namespace {
 
 class SimMetal : public ::testing::Test {
@@ -213,6 +215,196 @@ TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
   EXPECT_EQ([lib newFunctionWithName:@"copy"], nil);
   [f release];
   [lib release];
+}
+
+// Each binding of a dispatch is a write range for the race checker (from
+// its offset to the buffer's end: Metal binds no length): two dispatches on
+// two command queues that nothing orders, writing one buffer, race; on
+// separate buffers, or behind one another on one queue, they do not.
+TEST_F(SimMetal, UnorderedDispatchesWritingOneBufferRace) {
+  NSError* error = nil;
+  id<MTLLibrary> lib = [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
+                                                     @"[[buffer(0)]]) {}"
+                                             options:nil
+                                               error:&error];
+  ASSERT_NE(lib, nil);
+  id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
+  id<MTLComputePipelineState> pipeline = [device_ newComputePipelineStateWithFunction:f
+                                                                                error:&error];
+  ASSERT_NE(pipeline, nil);
+  id<MTLBuffer> one = Shared(256), two = Shared(256);
+  id<MTLCommandQueue> other = [device_ newCommandQueue];
+  // Each round's dispatches wait for the round's gate value, so that both
+  // are ready at the same step.
+  id<MTLSharedEvent> gate = [device_ newSharedEvent];
+  auto dispatch = [&](id<MTLCommandQueue> queue, id<MTLBuffer> target, uint64_t round) {
+    id<MTLCommandBuffer> cb = [queue commandBuffer];
+    [cb encodeWaitForEvent:gate value:round];
+    id<MTLComputeCommandEncoder> encoder = [cb computeCommandEncoder];
+    [encoder setComputePipelineState:pipeline];
+    [encoder setBuffer:target offset:0 atIndex:0];
+    const uint32_t constants[2] = {static_cast<uint32_t>(round), 64};  // value, count
+    [encoder setBytes:constants length:sizeof(constants) atIndex:30];
+    [encoder dispatchThreadgroups:MTLSizeMake(1, 1, 1) threadsPerThreadgroup:MTLSizeMake(64, 1, 1)];
+    [encoder endEncoding];
+    [cb commit];
+    return cb;
+  };
+  auto races = [&](id<MTLCommandQueue> second_queue, id<MTLBuffer> second_target, uint64_t round,
+                   std::string* err) {
+    const uint64_t before = halsim_races();
+    *err = Stderr([&] {
+      id<MTLCommandBuffer> a = dispatch(queue_, one, round);
+      id<MTLCommandBuffer> b = dispatch(second_queue, second_target, round);
+      gate.signaledValue = round;
+      [a waitUntilCompleted];
+      [b waitUntilCompleted];
+      EXPECT_EQ([a status], MTLCommandBufferStatusCompleted);
+      EXPECT_EQ([b status], MTLCommandBufferStatusCompleted);
+    });
+    return halsim_races() - before;
+  };
+  std::string err;
+  EXPECT_EQ(races(other, one, 1, &err), 1u);
+  EXPECT_NE(err.find("race"), std::string::npos) << err;
+  EXPECT_NE(err.find("mtl.dispatch"), std::string::npos) << err;
+  EXPECT_NE(err.find("both write"), std::string::npos) << err;
+  EXPECT_EQ(races(other, two, 2, &err), 0u) << err;
+  EXPECT_EQ(races(queue_, one, 3, &err), 0u) << err;
+  EXPECT_EQ(static_cast<const uint32_t*>([one contents])[63], 3u);
+  [gate release];
+  [other release];
+  [two release];
+  [one release];
+  [pipeline release];
+  [f release];
+  [lib release];
+}
+
+// The control ABI (sim/core/halsim_control.h), as the shared tools call it.
+class SimMetalControl : public SimMetal {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(halsim_set_faults(""), 0);
+    SimMetal::TearDown();
+  }
+  // On a queue made now (numbered from the last reset): a fill of `b`, then
+  // an encoded signal of `e` to `value` (when given). Waits; the status.
+  MTLCommandBufferStatus FillAndSignal(id<MTLBuffer> b, id<MTLSharedEvent> e = nil,
+                                       uint64_t value = 0) {
+    id<MTLCommandQueue> queue = [device_ newCommandQueue];
+    id<MTLCommandBuffer> cb = [queue commandBuffer];
+    id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+    [blit fillBuffer:b range:NSMakeRange(0, [b length]) value:3];
+    [blit endEncoding];
+    if (e) [cb encodeSignalEvent:e value:value];
+    [cb commit];
+    [cb waitUntilCompleted];
+    MTLCommandBufferStatus status = [cb status];
+    [queue release];
+    return status;
+  }
+};
+
+TEST_F(SimMetalControl, ResetScheduleReplaysTheTrace) {
+  id<MTLBuffer> b = Shared(64);
+  ASSERT_EQ(halsim_reset_schedule(5), 0);
+  EXPECT_EQ(halsim_seed(), 5u);
+  EXPECT_EQ(halsim_trace_length(), 0u);
+  EXPECT_EQ(halsim_virtual_time_ns(), 0u);
+  const uint64_t steps = halsim_steps(), work = halsim_work_done(), races = halsim_races();
+  const uint64_t launched = halsim_host_functions_launched();
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  const uint64_t hash = halsim_trace_hash(), length = halsim_trace_length();
+  // The fill and the completion (a host function).
+  EXPECT_EQ(length, 2u);
+  EXPECT_EQ(halsim_steps() - steps, length);
+  EXPECT_EQ(halsim_work_done() - work, 1u);
+  EXPECT_EQ(halsim_host_functions_launched() - launched, 1u);
+  EXPECT_GT(halsim_virtual_time_ns(), 0u);
+  EXPECT_EQ(halsim_races() - races, 0u);
+
+  ASSERT_EQ(halsim_reset_schedule(5), 0);
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  EXPECT_EQ(halsim_trace_hash(), hash);
+  EXPECT_EQ(halsim_trace_length(), length);
+  ASSERT_EQ(halsim_reset_schedule(6), 0);
+  EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
+  EXPECT_NE(halsim_trace_hash(), hash);
+  [b release];
+}
+
+TEST_F(SimMetalControl, ResetScheduleIsRefusedWhileAQueueHasWork) {
+  id<MTLSharedEvent> e = [device_ newSharedEvent];
+  id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+  [cb encodeWaitForEvent:e value:1];
+  [cb commit];
+  EXPECT_EQ(halsim_reset_schedule(9), -1);
+  e.signaledValue = 1;
+  [cb waitUntilCompleted];
+  EXPECT_EQ(halsim_reset_schedule(9), 0);
+  EXPECT_EQ(halsim_seed(), 9u);
+  [e release];
+}
+
+TEST_F(SimMetalControl, FaultsMapOntoMetal) {
+  // An allocation fault: newBufferWithLength: returns nil.
+  ASSERT_EQ(halsim_set_faults("fail_alloc=1"), 0);
+  EXPECT_EQ(Shared(64), nil);
+  id<MTLBuffer> b = Shared(64);
+  ASSERT_NE(b, nil);
+  // An op fault: the fill fails its command buffer, whose later encoded
+  // signal never happens.
+  id<MTLSharedEvent> e = [device_ newSharedEvent];
+  ASSERT_EQ(halsim_set_faults("fail_op=1"), 0);
+  EXPECT_EQ(FillAndSignal(b, e, 1), MTLCommandBufferStatusError);
+  EXPECT_EQ([e signaledValue], 0u);
+  ASSERT_EQ(halsim_set_faults(""), 0);
+  EXPECT_EQ(FillAndSignal(b, e, 1), MTLCommandBufferStatusCompleted);
+  EXPECT_EQ([e signaledValue], 1u);
+  // Not modelled, or not a fault: refused, with a line on stderr.
+  std::string err = Stderr([] {
+    EXPECT_EQ(halsim_set_faults("lose_device_at=1000"), -1);
+    EXPECT_EQ(halsim_set_faults("no_such_fault=1"), -1);
+  });
+  EXPECT_NE(err.find("lose_device_at is not simulated"), std::string::npos) << err;
+  [e release];
+  [b release];
+}
+
+TEST_F(SimMetalControl, LateSignalDelaysAnEncodedSignal) {
+  // Virtual time of one command buffer that only signals: a completion of
+  // at most 128 us (sim/core/sim_random.h), plus 500 us when late.
+  auto elapsed = [&](uint64_t value) {
+    id<MTLSharedEvent> e = [device_ newSharedEvent];
+    const uint64_t before = halsim_virtual_time_ns();
+    id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+    [cb encodeSignalEvent:e value:value];
+    [cb commit];
+    [cb waitUntilCompleted];
+    EXPECT_EQ([e signaledValue], value);
+    [e release];
+    return halsim_virtual_time_ns() - before;
+  };
+  EXPECT_LT(elapsed(1), 500'000u);
+  ASSERT_EQ(halsim_set_faults("late_signal_us=500,late_signal_ppm=1000000"), 0);
+  EXPECT_GE(elapsed(2), 500'000u);
+}
+
+TEST_F(SimMetalControl, PausedHostFunctionsHoldCompletion) {
+  id<MTLBuffer> b = Shared(16);
+  halsim_pause_host_functions(1);
+  id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+  id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+  [blit fillBuffer:b range:NSMakeRange(0, 16) value:1];
+  [blit endEncoding];
+  [cb commit];
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ([cb status], MTLCommandBufferStatusCommitted);
+  halsim_pause_host_functions(0);
+  [cb waitUntilCompleted];
+  EXPECT_EQ([cb status], MTLCommandBufferStatusCompleted);
+  [b release];
 }
 
 }  // namespace
