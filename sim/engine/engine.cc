@@ -103,6 +103,15 @@ bool Holds(uint64_t value, Cond cond, uint64_t operand) {
   return false;
 }
 
+bool Holds(const Wait& w, uint64_t value) {
+  const uint64_t v = value & w.mask;
+  if (w.is_signed && (w.cond == Cond::kGe || w.cond == Cond::kLt)) {
+    const bool less = static_cast<int64_t>(v) < static_cast<int64_t>(w.value);
+    return w.cond == Cond::kLt ? less : !less;
+  }
+  return Holds(v, w.cond, w.value);
+}
+
 Engine::Engine(Options options)
     : options_(options), settle_ns_(options.settle_ns) {}
 
@@ -150,16 +159,26 @@ bool Engine::schedule_was_reset() const {
 }
 
 bool Engine::SetFaults(const FaultPlan& plan, std::string* error) {
-  if (plan.lose_device_at) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (plan.lose_device_at && !on_device_lost_) {
     if (error) *error = "lose_device_at is not simulated by this library";
     return false;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
   faults_ = plan;
   allocs_ = 0;
   ops_run_ = 0;
   ResetFaultRandomLocked();
   return true;
+}
+
+void Engine::SetDeviceLossHandler(std::function<void()> on_lost) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  on_device_lost_ = std::move(on_lost);
+}
+
+bool Engine::device_lost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return device_lost_;
 }
 
 void Engine::SetSettleNs(int64_t ns) {
@@ -498,34 +517,84 @@ void Engine::TraceLocked(const char* text) {
 
 bool Engine::ReadyLocked(const Op& op) const {
   if (op.host_function && host_functions_paused_) return false;
+  if (op.wait_any && !op.waits.empty()) {
+    for (const Wait& w : op.waits) {
+      if (Holds(w, w.signal->value_)) return true;
+    }
+    return false;
+  }
   for (const Wait& w : op.waits) {
-    if (!Holds(w.signal->value_, w.cond, w.value)) return false;
+    if (!Holds(w, w.signal->value_)) return false;
   }
   return true;
 }
+
+namespace {
+
+// Every range an op declares: `write` and `more_writes`, `read` and
+// `more_reads`.
+void RangesOf(const Op& op, std::vector<Range>* writes,
+              std::vector<Range>* reads) {
+  writes->clear();
+  reads->clear();
+  if (!op.write.empty()) writes->push_back(op.write);
+  if (!op.read.empty()) reads->push_back(op.read);
+  for (const Range& r : op.more_writes) {
+    if (!r.empty()) writes->push_back(r);
+  }
+  for (const Range& r : op.more_reads) {
+    if (!r.empty()) reads->push_back(r);
+  }
+}
+
+// The first overlap of `a` with `b`, in the checker's words; null if none.
+const char* FirstOverlap(const std::vector<Range>& a_writes,
+                         const std::vector<Range>& a_reads,
+                         const std::vector<Range>& b_writes,
+                         const std::vector<Range>& b_reads, Range* a_range,
+                         Range* b_range) {
+  struct Pair {
+    const std::vector<Range>& a;
+    const std::vector<Range>& b;
+    const char* what;
+  };
+  const Pair pairs[] = {
+      {a_writes, b_writes, "both write"},
+      {a_writes, b_reads, "the first writes what the second reads"},
+      {a_reads, b_writes, "the second writes what the first reads"},
+  };
+  for (const Pair& pair : pairs) {
+    for (const Range& x : pair.a) {
+      for (const Range& y : pair.b) {
+        if (!x.Overlaps(y)) continue;
+        *a_range = x;
+        *b_range = y;
+        return pair.what;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 // `queue`'s head just started; compares it with the ops in flight on other
 // queues.
 void Engine::CheckRacesLocked(Queue* queue) {
   const Op& op = queue->ops.front();
-  if (op.write.empty() && op.read.empty()) return;
-  auto shown = [](const Op& o) -> const Range& {
-    return o.write.empty() ? o.read : o.write;
-  };
+  std::vector<Range> writes, reads, other_writes, other_reads;
+  RangesOf(op, &writes, &reads);
+  if (writes.empty() && reads.empty()) return;
   for (Queue* other : queues_) {
     if (other == queue || !other->head_started ||
         other->head_finish <= queue->head_start) {
       continue;
     }
     const Op& o = other->ops.front();
-    const char* what = nullptr;
-    if (op.write.Overlaps(o.write)) {
-      what = "both write";
-    } else if (op.write.Overlaps(o.read)) {
-      what = "the first writes what the second reads";
-    } else if (op.read.Overlaps(o.write)) {
-      what = "the second writes what the first reads";
-    }
+    RangesOf(o, &other_writes, &other_reads);
+    Range mine, theirs;
+    const char* what =
+        FirstOverlap(writes, reads, other_writes, other_reads, &mine, &theirs);
     if (!what) continue;
     ++counters_.races;
     std::fprintf(stderr,
@@ -535,11 +604,10 @@ void Engine::CheckRacesLocked(Queue* queue) {
                  options_.log_prefix, (unsigned long long)seed_,
                  (unsigned long long)queue->head_start, op.name,
                  (unsigned long long)(queue->id - trace_queue_base_),
-                 (unsigned long long)shown(op).begin,
-                 (unsigned long long)shown(op).end, o.name,
-                 (unsigned long long)(other->id - trace_queue_base_),
-                 (unsigned long long)shown(o).begin,
-                 (unsigned long long)shown(o).end, what);
+                 (unsigned long long)mine.begin, (unsigned long long)mine.end,
+                 o.name, (unsigned long long)(other->id - trace_queue_base_),
+                 (unsigned long long)theirs.begin,
+                 (unsigned long long)theirs.end, what);
     if (abort_on_race_) std::abort();
   }
 }
@@ -569,6 +637,28 @@ Queue* Engine::StartReadyHeadsLocked() {
   return next;
 }
 
+void Engine::LoseDeviceIfDueLocked(std::unique_lock<std::mutex>& lock) {
+  if (device_lost_ || !on_device_lost_ || faults_.lose_device_at == 0 ||
+      now_ns_ < faults_.lose_device_at) {
+    return;
+  }
+  device_lost_ = true;
+  char line[96];
+  std::snprintf(line, sizeof(line), "t=%llu device_lost",
+                (unsigned long long)now_ns_);
+  TraceLocked(line);
+  std::fprintf(stderr,
+               "%s: device lost (seed %llu, virtual t=%llu ns, fault plan "
+               "lose_device_at=%llu)\n",
+               options_.log_prefix, (unsigned long long)seed_,
+               (unsigned long long)now_ns_,
+               (unsigned long long)faults_.lose_device_at);
+  std::function<void()> on_lost = on_device_lost_;
+  lock.unlock();
+  on_lost();
+  lock.lock();
+}
+
 void Engine::EngineMain() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -586,6 +676,7 @@ void Engine::EngineMain() {
       continue;
     }
     now_ns_ = next->head_finish;
+    LoseDeviceIfDueLocked(lock);
     Op& op = next->ops.front();
     char line[160];
     std::snprintf(line, sizeof(line), "t=%llu s%llu %s %llu",

@@ -53,7 +53,9 @@ bool SpuriousWakeup() {
   return true;
 }
 
-bool ToCond(hsa_signal_condition_t condition, engine::Cond* out) {
+}  // namespace
+
+bool ToEngineCond(uint32_t condition, engine::Cond* out) {
   switch (condition) {
     case HSA_SIGNAL_CONDITION_EQ:
       *out = engine::Cond::kEq;
@@ -70,6 +72,8 @@ bool ToCond(hsa_signal_condition_t condition, engine::Cond* out) {
   }
   return false;
 }
+
+namespace {
 
 hsa_signal_value_t Load(hsa_signal_t signal) {
   Signal* s = SignalOf(signal);
@@ -114,7 +118,7 @@ hsa_signal_value_t Wait(hsa_signal_t signal, hsa_signal_condition_t condition,
                         hsa_signal_value_t compare, uint64_t timeout_hint) {
   Signal* s = SignalOf(signal);
   engine::Cond cond;
-  if (!s || !ToCond(condition, &cond)) return 0;
+  if (!s || !ToEngineCond(condition, &cond)) return 0;
   const auto now = static_cast<hsa_signal_value_t>(E().SignalValue(s->signal));
   if (engine::Holds(static_cast<uint64_t>(now), cond,
                     static_cast<uint64_t>(compare))) {
@@ -265,7 +269,8 @@ HALSIM_EXPORT hsa_status_t hsa_amd_signal_async_handler(
   Signal* s = SignalOf(signal);
   engine::Cond c;
   if (!s) return HSA_STATUS_ERROR_INVALID_SIGNAL;
-  if (!handler || !ToCond(cond, &c)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!handler || !ToEngineCond(cond, &c))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   engine::Queue* queue;
   {
     std::lock_guard<std::mutex> lock(s->handlers_mutex);
