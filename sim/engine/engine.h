@@ -24,7 +24,8 @@
 //   * Graphs (engine_graph.h): a DAG instantiated to one topological order.
 //   * The race checker: an op that runs, in virtual time, while an op of
 //     another queue touches an overlapping range (one writing) is a race.
-//   * Faults (sim/core/fault_plan.h), the trace and its hash, counters.
+//   * Faults (sim/core/fault_plan.h; device loss for a skin that handles
+//     it), the trace and its hash, counters.
 //
 // Determinism: the engine takes a step only once the host has been quiet:
 // no thread inside a HostCall, none left one for the settle window, no
