@@ -403,12 +403,20 @@ void Engine::UpdateSignal(const SignalPtr& signal, SignalOp op,
 
 Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
                          bool as_host_function) {
+  Wait wait;
+  wait.signal = signal;
+  wait.cond = cond;
+  wait.value = value;
+  return WaitSignal(wait, as_host_function);
+}
+
+Error Engine::WaitSignal(const Wait& wait, bool as_host_function) {
   std::unique_lock<std::mutex> lock(mutex_);
   BlockLocked(lock, [&] {
-    return Holds(signal->value_, cond, value) &&
+    return Holds(wait, wait.signal->value_) &&
            !(as_host_function && host_functions_paused_);
   });
-  return signal->status_;
+  return wait.signal->status_;
 }
 
 uint64_t Engine::OldestPendingOpLocked() const {

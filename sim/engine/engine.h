@@ -287,6 +287,8 @@ class Engine {
   // while host functions are paused.
   Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
                    bool as_host_function = false);
+  // As above, for a wait with a mask or a signed comparison.
+  Error WaitSignal(const Wait& wait, bool as_host_function = false);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
 

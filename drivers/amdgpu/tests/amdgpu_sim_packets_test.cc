@@ -1,11 +1,14 @@
 // The simulated ROCr's barrier packets, written by hand into AQL queues
 // (no driver): BARRIER_OR and AMD BARRIER_VALUE with masks and every
-// condition.
+// condition; and signed signal conditions in host waits and handlers.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 
@@ -209,6 +212,34 @@ TEST_F(AmdgpuSimPackets, BarrierValueMasksAndConditions) {
     p.completion_signal = done_;
     EXPECT_TRUE(RetiresAtOnce(&p, header)) << "condition " << c.cond;
   }
+}
+
+// Host waits and async handlers compare signed values too: -1 < 0.
+TEST_F(AmdgpuSimPackets, HostWaitsAndHandlersCompareSigned) {
+  s_->hsa_signal_store_screlease(a_, -1);
+  // These hold at once; compared unsigned they would block for ever.
+  EXPECT_EQ(s_->hsa_signal_wait_scacquire(a_, HSA_SIGNAL_CONDITION_LT, 0,
+                                          UINT64_MAX, HSA_WAIT_STATE_BLOCKED),
+            -1);
+  EXPECT_EQ(s_->hsa_signal_wait_scacquire(a_, HSA_SIGNAL_CONDITION_GTE, -3,
+                                          UINT64_MAX, HSA_WAIT_STATE_BLOCKED),
+            -1);
+  static std::atomic<int> ran;
+  ran = 0;
+  s_->hsa_signal_store_screlease(b_, 5);
+  ASSERT_EQ(s_->hsa_amd_signal_async_handler(
+                b_, HSA_SIGNAL_CONDITION_LT, 0,
+                [](hsa_signal_value_t, void*) {
+                  ran = 1;
+                  return false;
+                },
+                nullptr),
+            HSA_STATUS_SUCCESS);
+  s_->hsa_signal_store_screlease(b_, -7);
+  for (int i = 0; i < 10000 && ran.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ran.load(), 1) << "the handler for b < 0 did not run at b = -7";
 }
 
 }  // namespace
