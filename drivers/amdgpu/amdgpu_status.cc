@@ -49,6 +49,8 @@ StatusCode HsaStatusCode(hsa_status_t status) {
     case HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION:
     case HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION:
     case HSA_STATUS_ERROR_MEMORY_FAULT:
+    // Not recoverable: what a lost device (a GPU hang or reset) reports.
+    case HSA_STATUS_ERROR_FATAL:
       return StatusCode::kDataLoss;
     default:
       return StatusCode::kInternal;

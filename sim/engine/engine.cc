@@ -112,6 +112,15 @@ bool Holds(uint64_t value, Cond cond, uint64_t operand) {
   return false;
 }
 
+bool Holds(const Wait& w, uint64_t value) {
+  const uint64_t v = value & w.mask;
+  if (w.is_signed && (w.cond == Cond::kGe || w.cond == Cond::kLt)) {
+    const bool less = static_cast<int64_t>(v) < static_cast<int64_t>(w.value);
+    return w.cond == Cond::kLt ? less : !less;
+  }
+  return Holds(v, w.cond, w.value);
+}
+
 Engine::Engine(Options options)
     : options_(options), settle_ns_(options.settle_ns) {}
 
@@ -159,16 +168,26 @@ bool Engine::schedule_was_reset() const {
 }
 
 bool Engine::SetFaults(const FaultPlan& plan, std::string* error) {
-  if (plan.lose_device_at) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (plan.lose_device_at && !on_device_lost_) {
     if (error) *error = "lose_device_at is not simulated by this library";
     return false;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
   faults_ = plan;
   allocs_ = 0;
   ops_run_ = 0;
   ResetFaultRandomLocked();
   return true;
+}
+
+void Engine::SetDeviceLossHandler(std::function<void()> on_lost) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  on_device_lost_ = std::move(on_lost);
+}
+
+bool Engine::device_lost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return device_lost_;
 }
 
 void Engine::SetSettleNs(int64_t ns) {
@@ -395,12 +414,20 @@ void Engine::UpdateSignal(const SignalPtr& signal, SignalOp op,
 
 Error Engine::WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
                          bool as_host_function) {
+  Wait wait;
+  wait.signal = signal;
+  wait.cond = cond;
+  wait.value = value;
+  return WaitSignal(wait, as_host_function);
+}
+
+Error Engine::WaitSignal(const Wait& wait, bool as_host_function) {
   std::unique_lock<std::mutex> lock(mutex_);
   BlockLocked(lock, [&] {
-    return Holds(signal->value_, cond, value) &&
+    return Holds(wait, wait.signal->value_) &&
            !(as_host_function && host_functions_paused_);
   });
-  return signal->status_;
+  return wait.signal->status_;
 }
 
 uint64_t Engine::OldestPendingOpLocked() const {
@@ -509,8 +536,14 @@ void Engine::TraceLocked(const char* text) {
 
 bool Engine::ReadyLocked(const Op& op) const {
   if (op.host_function && host_functions_paused_) return false;
+  if (op.wait_any && !op.waits.empty()) {
+    for (const Wait& w : op.waits) {
+      if (Holds(w, w.signal->value_)) return true;
+    }
+    return false;
+  }
   for (const Wait& w : op.waits) {
-    if (!Holds(w.signal->value_, w.cond, w.value)) return false;
+    if (!Holds(w, w.signal->value_)) return false;
   }
   return true;
 }
@@ -611,6 +644,28 @@ Queue* Engine::StartReadyHeadsLocked() {
   return next;
 }
 
+void Engine::LoseDeviceIfDueLocked(std::unique_lock<std::mutex>& lock) {
+  if (device_lost_ || !on_device_lost_ || faults_.lose_device_at == 0 ||
+      now_ns_ < faults_.lose_device_at) {
+    return;
+  }
+  device_lost_ = true;
+  char line[96];
+  std::snprintf(line, sizeof(line), "t=%llu device_lost",
+                (unsigned long long)now_ns_);
+  TraceLocked(line);
+  std::fprintf(stderr,
+               "%s: device lost (seed %llu, virtual t=%llu ns, fault plan "
+               "lose_device_at=%llu)\n",
+               options_.log_prefix, (unsigned long long)seed_,
+               (unsigned long long)now_ns_,
+               (unsigned long long)faults_.lose_device_at);
+  std::function<void()> on_lost = on_device_lost_;
+  lock.unlock();
+  on_lost();
+  lock.lock();
+}
+
 void Engine::EngineMain() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -628,6 +683,7 @@ void Engine::EngineMain() {
       continue;
     }
     now_ns_ = next->head_finish;
+    LoseDeviceIfDueLocked(lock);
     Op& op = next->ops.front();
     char line[160];
     std::snprintf(line, sizeof(line), "t=%llu %s %s %llu",

@@ -24,7 +24,8 @@
 //   * Graphs (engine_graph.h): a DAG instantiated to one topological order.
 //   * The race checker: an op that runs, in virtual time, while an op of
 //     another queue touches an overlapping range (one writing) is a race.
-//   * Faults (sim/core/fault_plan.h), the trace and its hash, counters.
+//   * Faults (sim/core/fault_plan.h; device loss for a skin that handles
+//     it), the trace and its hash, counters.
 //
 // Determinism: the engine takes a step only once the host has been quiet:
 // no thread inside a HostCall, none left one for the settle window, no
@@ -116,7 +117,14 @@ struct Wait {
   SignalPtr signal;
   Cond cond = Cond::kGe;
   uint64_t value = 0;
+  // Compares (signal value & mask) with `value` (an HSA BARRIER_VALUE
+  // packet's mask); as int64_t when `is_signed` (HSA signal values are
+  // signed, so its LT and GTE are signed comparisons).
+  uint64_t mask = ~uint64_t{0};
+  bool is_signed = false;
 };
+// Whether `w` holds for the signal value `value`.
+bool Holds(const Wait& w, uint64_t value);
 
 // Applied at completion, after the op's work: `op` with `value`; the
 // signal's status becomes `status_from`'s error (when set).
@@ -133,6 +141,7 @@ using Work = std::function<void()>;
 struct Op {
   const char* name = "op";  // in the trace
   std::vector<Wait> waits;  // all must hold before the op starts
+  bool wait_any = false;    // one of `waits` suffices (none: no wait)
   std::vector<SignalUpdate> signals;
   Work run;                    // empty: no effect (barrier-like)
   bool zero_time = false;      // completes as soon as it starts (waits)
@@ -211,8 +220,17 @@ class Engine {
   Error ResetSchedule(uint64_t seed);
   bool schedule_was_reset() const;
   // Replaces the fault plan, restarts its counters and stream. False for a
-  // plan that names a fault the engine does not model (lose_device_at).
+  // plan that names a fault the engine does not model: lose_device_at
+  // without a device-loss handler.
   bool SetFaults(const FaultPlan& plan, std::string* error = nullptr);
+  // Models the plan's lose_device_at for a skin: the first step whose
+  // virtual time reaches it loses the device, once per engine (a lost
+  // device stays lost; neither SetFaults nor ResetSchedule brings it back).
+  // `on_lost` then runs on the engine thread without the lock, before that
+  // step's work, and may call the engine's non-blocking methods; the skin
+  // makes its queues fail. Set once, before any SetFaults that uses it.
+  void SetDeviceLossHandler(std::function<void()> on_lost);
+  bool device_lost() const;
   void SetSettleNs(int64_t ns);
   void SetAbortOnRace(bool abort);
   // Writes each trace line to `path` after a header; false if unwritable.
@@ -272,6 +290,8 @@ class Engine {
   // while host functions are paused.
   Error WaitSignal(const SignalPtr& signal, Cond cond, uint64_t value,
                    bool as_host_function = false);
+  // As above, for a wait with a mask or a signed comparison.
+  Error WaitSignal(const Wait& wait, bool as_host_function = false);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
 
@@ -322,6 +342,9 @@ class Engine {
   Queue* StartReadyHeadsLocked();
   bool ReadyLocked(const Op& op) const;
   void CheckRacesLocked(Queue* queue);
+  // Loses the device (runs the handler, unlocked) when the plan's
+  // lose_device_at is due at now_ns_.
+  void LoseDeviceIfDueLocked(std::unique_lock<std::mutex>& lock);
   void TraceLocked(const char* text);
   void ApplySignalLocked(const SignalUpdate& update);
   void BlockLocked(std::unique_lock<std::mutex>& lock,
@@ -374,6 +397,8 @@ class Engine {
   // them); one that holds names a thread the engine must let resume.
   std::vector<const std::function<bool()>*> blocked_;
   bool abort_on_race_ = false;
+  std::function<void()> on_device_lost_;
+  bool device_lost_ = false;
   Counters counters_;
   TraceHash trace_;
   std::FILE* trace_file_ = nullptr;

@@ -141,7 +141,9 @@ Engine& E() {
     engine::Options options;
     options.log_prefix = "halsim_hsa";
     options.device_memory_bytes = kDeviceMemoryBytes;
-    return new Engine(options);
+    auto* e = new Engine(options);
+    e->SetDeviceLossHandler(&LoseDevice);
+    return e;
   }();
   return *engine;
 }
@@ -286,6 +288,9 @@ HALSIM_EXPORT hsa_status_t hsa_status_string(hsa_status_t status,
                   "The arguments passed in are not compatible.")
     HALSIM_STATUS(HSA_STATUS_ERROR_EXCEPTION,
                   "An HSAIL operation resulted in a hardware exception.")
+    HALSIM_STATUS(HSA_STATUS_ERROR_FATAL,
+                  "An error has occurred in the runtime which is not "
+                  "recoverable; the application must exit.")
     HALSIM_STATUS(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION,
                   "The agent attempted to access memory beyond the largest "
                   "legal address.")

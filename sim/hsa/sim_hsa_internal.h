@@ -108,6 +108,33 @@ hsa_signal_t MakeSignal(uint64_t initial);
 // the engine (sim_hsa_queue.cc).
 void RingDoorbell(Queue* queue, int64_t value);
 
+// An hsa_signal_condition_t as the engine's condition; false if unknown
+// (sim_hsa_signal.cc).
+bool ToEngineCond(uint32_t condition, engine::Cond* out);
+
+// The barrier packets other than BARRIER_AND (sim_hsa_barrier.cc): build
+// the engine op of the 64-byte packet `bytes` and set `completion`; return
+// an error text for a malformed packet, as BuildOp does.
+std::string BuildBarrierOr(const uint8_t* bytes, engine::Op* op,
+                           hsa_signal_t* completion);
+std::string BuildBarrierValue(const uint8_t* bytes, engine::Op* op,
+                              hsa_signal_t* completion);
+
+// Declares the byte ranges of a dispatch of `kernel` with the kernel
+// arguments at `kernargs` to the engine's race checker (sim_hsa_races.cc).
+void DeclareKernelRanges(const KernelObject& kernel, const uint8_t* kernargs,
+                         engine::Op* op);
+
+// Device loss (sim_hsa_device_loss.cc), the fault plan's lose_device_at:
+// the engine calls LoseDevice once; every live queue then reports
+// HSA_STATUS_ERROR_FATAL through its error callback and becomes inactive
+// (its packets retire without running), and no queue can be created.
+// RegisterQueue returns false (and registers nothing) once the device is
+// lost; a queue is unregistered before it is destroyed.
+void LoseDevice();
+bool RegisterQueue(Queue* queue);
+void UnregisterQueue(Queue* queue);
+
 // Reports a queue error through its callback, once; the queue becomes
 // inactive (its later packets retire without running).
 void ReportQueueError(Queue* queue, hsa_status_t status, const char* what);

@@ -14,11 +14,11 @@
 //     bit always holds: a stronger order than AQL's, which lets packets
 //     without it overlap), each once its waits hold: KERNEL_DISPATCH (the
 //     kernel object's native build over the grid, arguments read from the
-//     kernarg address when it runs), BARRIER_AND (each dependency == 0) and
-//     AMD BARRIER_VALUE ((value & mask) cond compare; a mask other than all
-//     ones is not simulated). On completion the header goes back to
-//     INVALID, the read index advances and the completion signal is
-//     decremented.
+//     kernarg address when it runs), BARRIER_AND (each dependency == 0),
+//     BARRIER_OR (any dependency == 0; null handles ignored, none: no
+//     wait) and AMD BARRIER_VALUE ((value & mask) cond compare, signed;
+//     sim_hsa_barrier.cc). On completion the header goes back to INVALID,
+//     the read index advances and the completion signal is decremented.
 //   * A malformed packet (unknown type, bad fence scope, bad geometry, an
 //     unknown kernel object) or a failed kernel (an access outside an
 //     allocation, an injected fault) is reported through the queue's error
@@ -29,11 +29,15 @@
 // A dispatch whose kernel arguments or pointer arguments lie in memory not
 // granted to the queue's agent is a queue error too (MayAccess).
 //
-// Races: the driver's blit kernels declare their ranges (BuildOp); other
-// kernels declare none yet, so races between them are not reported.
+// Races: the driver's blit kernels declare their exact ranges (BuildOp);
+// other kernels declare the first 4 bytes at each pointer argument as
+// written (sim_hsa_races.cc says why no more).
 //
-// Not simulated yet: BARRIER_OR, agent dispatch packets, the packet
-// processor picking packets up before any doorbell.
+// Device loss (HALSIM_FAULTS lose_device_at, sim_hsa_device_loss.cc): every
+// queue reports HSA_STATUS_ERROR_FATAL once and becomes inactive, as above.
+//
+// Not simulated yet: agent dispatch packets, the packet processor picking
+// packets up before any doorbell.
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
@@ -61,24 +65,6 @@ uint16_t LoadHeader(const uint8_t* slot) {
 
 void StoreHeader(uint8_t* slot, uint16_t header) {
   __atomic_store_n(reinterpret_cast<uint16_t*>(slot), header, __ATOMIC_RELEASE);
-}
-
-bool ToCond(uint32_t condition, engine::Cond* out) {
-  switch (condition) {
-    case HSA_SIGNAL_CONDITION_EQ:
-      *out = engine::Cond::kEq;
-      return true;
-    case HSA_SIGNAL_CONDITION_NE:
-      *out = engine::Cond::kNe;
-      return true;
-    case HSA_SIGNAL_CONDITION_LT:
-      *out = engine::Cond::kLt;
-      return true;
-    case HSA_SIGNAL_CONDITION_GTE:
-      *out = engine::Cond::kGe;
-      return true;
-  }
-  return false;
 }
 
 // Builds the engine op of the packet at `index` (a copy of its 64 bytes).
@@ -149,6 +135,8 @@ std::string BuildOp(Queue* q, uint64_t index, const uint8_t* bytes,
           op->write = Range::Of(static_cast<uintptr_t>(second), length);
         }
         op->bytes = length;
+      } else {
+        DeclareKernelRanges(*ko, kernargs, op);
       }
       op->run = [q, ko, kernargs, g0 = grid[0], g1 = grid[1], g2 = grid[2]] {
         if (!q->active.load()) return;
@@ -205,27 +193,10 @@ std::string BuildOp(Queue* q, uint64_t index, const uint8_t* bytes,
       }
       return "";
     }
-    case HSA_PACKET_TYPE_VENDOR_SPECIFIC: {
-      hsa_amd_barrier_value_packet_t p;
-      std::memcpy(&p, bytes, sizeof(p));
-      *completion = p.completion_signal;
-      if (p.header.AmdFormat != HSA_AMD_PACKET_TYPE_BARRIER_VALUE) {
-        return "unknown AMD vendor packet format " +
-               std::to_string(p.header.AmdFormat);
-      }
-      op->name = "hsa_barrier_value";
-      op->zero_time = true;
-      engine::Cond cond;
-      if (!ToCond(p.cond, &cond)) return "unknown barrier-value condition";
-      if (p.mask != -1) return "barrier-value masks are not simulated";
-      if (p.signal.handle) {
-        op->waits.push_back(
-            {SignalOf(p.signal)->signal, cond, static_cast<uint64_t>(p.value)});
-      }
-      return "";
-    }
+    case HSA_PACKET_TYPE_VENDOR_SPECIFIC:
+      return BuildBarrierValue(bytes, op, completion);
     case HSA_PACKET_TYPE_BARRIER_OR:
-      return "BARRIER_OR packets are not simulated yet";
+      return BuildBarrierOr(bytes, op, completion);
     case HSA_PACKET_TYPE_AGENT_DISPATCH:
       return "agent dispatch packets are not simulated";
     default:
@@ -355,6 +326,14 @@ HALSIM_EXPORT hsa_status_t hsa_queue_create(
   h.doorbell_signal = doorbell;
   h.size = size;
   h.id = g_next_queue_id.fetch_add(1);
+  if (!RegisterQueue(q)) {  // the device was lost
+    E().DestroyQueue(q->queue);
+    SignalOf(doorbell)->doorbell_of = nullptr;
+    delete SignalOf(doorbell);
+    std::free(ring);
+    delete q;
+    return HSA_STATUS_ERROR_FATAL;
+  }
   *queue = &h;
   return HSA_STATUS_SUCCESS;
 }
@@ -364,6 +343,7 @@ HALSIM_EXPORT hsa_status_t hsa_queue_destroy(hsa_queue_t* queue) {
   HALSIM_NEED_INIT();
   Queue* q = QueueOf(queue);
   if (!q) return HSA_STATUS_ERROR_INVALID_QUEUE;
+  UnregisterQueue(q);
   // Waits for the packets handed over (HSA drops them; a driver destroys
   // only idle queues).
   E().DestroyQueue(q->queue);

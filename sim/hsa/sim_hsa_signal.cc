@@ -12,7 +12,8 @@
 // Waits: hsa.h allows hsa_signal_wait_* to return before the condition
 // holds. The simulator does so on purpose: a seeded draw (1 in 8 blocking
 // waits, from HALSIM_SEED) returns the current value at once, so a caller
-// that does not re-check is caught.
+// that does not re-check is caught. Conditions compare signed 64-bit
+// values (hsa_signal_value_t), as do async handlers' and barrier packets'.
 //
 // Async handlers (hsa_amd_signal_async_handler) run on the engine thread as
 // engine host functions of one engine queue per signal: in registration
@@ -53,7 +54,9 @@ bool SpuriousWakeup() {
   return true;
 }
 
-bool ToCond(hsa_signal_condition_t condition, engine::Cond* out) {
+}  // namespace
+
+bool ToEngineCond(uint32_t condition, engine::Cond* out) {
   switch (condition) {
     case HSA_SIGNAL_CONDITION_EQ:
       *out = engine::Cond::kEq;
@@ -70,6 +73,8 @@ bool ToCond(hsa_signal_condition_t condition, engine::Cond* out) {
   }
   return false;
 }
+
+namespace {
 
 hsa_signal_value_t Load(hsa_signal_t signal) {
   Signal* s = SignalOf(signal);
@@ -113,18 +118,18 @@ hsa_signal_value_t Rmw(hsa_signal_t signal, F f) {
 hsa_signal_value_t Wait(hsa_signal_t signal, hsa_signal_condition_t condition,
                         hsa_signal_value_t compare, uint64_t timeout_hint) {
   Signal* s = SignalOf(signal);
-  engine::Cond cond;
-  if (!s || !ToCond(condition, &cond)) return 0;
+  engine::Wait wait;
+  if (!s || !ToEngineCond(condition, &wait.cond)) return 0;
+  wait.signal = s->signal;
+  wait.value = static_cast<uint64_t>(compare);
+  wait.is_signed = true;  // hsa_signal_value_t is int64_t
   const auto now = static_cast<hsa_signal_value_t>(E().SignalValue(s->signal));
-  if (engine::Holds(static_cast<uint64_t>(now), cond,
-                    static_cast<uint64_t>(compare))) {
-    return now;
-  }
+  if (engine::Holds(wait, static_cast<uint64_t>(now))) return now;
   // A timed wait (the hint is a bound HSA may honour or not) and a drawn
   // spurious wake-up both return the current value without waiting.
   if (timeout_hint != UINT64_MAX || SpuriousWakeup()) return now;
   if (engine::Engine::InHostCallback()) return now;  // never block the GPU
-  E().WaitSignal(s->signal, cond, static_cast<uint64_t>(compare));
+  E().WaitSignal(wait);
   return static_cast<hsa_signal_value_t>(E().SignalValue(s->signal));
 }
 
@@ -265,7 +270,8 @@ HALSIM_EXPORT hsa_status_t hsa_amd_signal_async_handler(
   Signal* s = SignalOf(signal);
   engine::Cond c;
   if (!s) return HSA_STATUS_ERROR_INVALID_SIGNAL;
-  if (!handler || !ToCond(cond, &c)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (!handler || !ToEngineCond(cond, &c))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   engine::Queue* queue;
   {
     std::lock_guard<std::mutex> lock(s->handlers_mutex);
@@ -282,7 +288,12 @@ HALSIM_EXPORT hsa_status_t hsa_amd_signal_async_handler(
                     void* arg) {
       engine::Op op;
       op.name = "hsa_async_handler_wait";
-      op.waits.push_back({s->signal, c, static_cast<uint64_t>(value)});
+      engine::Wait wait;
+      wait.signal = s->signal;
+      wait.cond = c;
+      wait.value = static_cast<uint64_t>(value);
+      wait.is_signed = true;
+      op.waits.push_back(std::move(wait));
       op.zero_time = true;
       E().Enqueue(queue, std::move(op));
       E().EnqueueHostFunction(queue, [=] {

@@ -774,6 +774,182 @@ TEST_F(AmdgpuSim, ExportWithFewerParamsThanTheKernelIsRejected) {
       << narrow.ToString();
 }
 
+// The test kernels' "fill" (b0[i] = c0 for i < c1) through the stream
+// layer: the hsaco for the driver, its native build for the simulator.
+struct FillKernel {
+  std::shared_ptr<HsaApi> api;
+  gpu::GpuModule module = nullptr;
+  gpu::GpuFunction fill = nullptr;
+  ~FillKernel() {
+    if (module) {
+      EXPECT_TRUE(api->ModuleUnload(module).ok());
+    }
+  }
+  // Loads it; false (the test skips) when the hsaco was not built.
+  bool Load() {
+    const std::vector<uint8_t> elf =
+        ReadFile(std::string(HAL_AMDGPU_TEST_KERNELS_DIR) +
+                 "/modules/basic_kernels.hsaco");
+    if (elf.empty()) return false;
+    api = OpenSimApi();
+    EXPECT_TRUE(api);
+    if (!api) return false;
+    Status st = api->ModuleLoad(elf, &module);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    if (st.ok()) st = api->ModuleGetFunction(module, "fill", &fill);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return st.ok();
+  }
+  // 64 elements of `value` at `p`, on `stream`.
+  Status Launch(gpu::GpuStream stream, gpu::GpuDevicePtr p, uint32_t value) {
+    uint64_t pointer = p;
+    uint32_t count = 64;
+    void* params[] = {&pointer, &value, &count};
+    const uint32_t grid[3] = {1, 1, 1};
+    const uint32_t block[3] = {64, 1, 1};
+    return api->LaunchKernel(fill, grid, block, 0, stream, params);
+  }
+};
+
+// User kernels declare their pointer arguments to the race checker: two
+// dispatches into one buffer on two queues with nothing ordering them are
+// a race; with a barrier packet between them (the stream wait) they are
+// not, and neither are unordered dispatches into two buffers of one block.
+TEST_F(AmdgpuSim, UnorderedDispatchesIntoOneBufferAreARace) {
+  FillKernel k;
+  if (!k.Load()) GTEST_SKIP() << "basic_kernels.hsaco was not built";
+  HsaApi* api = k.api.get();
+  gpu::GpuStream a = nullptr, b = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&a).ok());
+  ASSERT_TRUE(api->StreamCreate(&b).ok());
+  gpu::GpuEventHandle event = nullptr;
+  ASSERT_TRUE(api->EventCreate(&event).ok());
+  gpu::GpuDevicePtr x = 0, y = 0;
+  ASSERT_TRUE(api->MemAllocDevice(256, &x).ok());
+  ASSERT_TRUE(api->MemAllocDevice(256, &y).ok());
+  auto sync = [&] {
+    EXPECT_TRUE(api->StreamSynchronize(a).ok());
+    EXPECT_TRUE(api->StreamSynchronize(b).ok());
+  };
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ASSERT_EQ(controls_.reset_schedule(seed), 0);
+    uint64_t before = controls_.races();
+    ASSERT_TRUE(k.Launch(a, x, 1).ok());
+    ASSERT_TRUE(k.Launch(b, x, 2).ok());
+    sync();
+    EXPECT_EQ(controls_.races() - before, 1u) << "one buffer, unordered";
+
+    before = controls_.races();
+    ASSERT_TRUE(k.Launch(a, x, 3).ok());
+    ASSERT_TRUE(api->EventRecord(event, a).ok());
+    ASSERT_TRUE(api->StreamWaitEvent(b, event).ok());
+    ASSERT_TRUE(k.Launch(b, x, 4).ok());
+    sync();
+    EXPECT_EQ(controls_.races(), before) << "ordered by a barrier packet";
+    uint32_t got;
+    std::memcpy(&got, reinterpret_cast<const void*>(x + 252), 4);
+    EXPECT_EQ(got, 4u) << "the ordered dispatches ran in order";
+
+    ASSERT_TRUE(k.Launch(a, x, 5).ok());
+    ASSERT_TRUE(k.Launch(b, y, 6).ok());
+    sync();
+    EXPECT_EQ(controls_.races(), before) << "two buffers of one block";
+  }
+  EXPECT_TRUE(api->EventDestroy(event).ok());
+  EXPECT_TRUE(api->MemFreeDevice(x).ok());
+  EXPECT_TRUE(api->MemFreeDevice(y).ok());
+  EXPECT_TRUE(api->StreamDestroy(a).ok());
+  EXPECT_TRUE(api->StreamDestroy(b).ok());
+}
+
+// The same race under HALSIM_RACES=abort (its own process, set by the
+// ctest entry unit.amdgpu-sim.race_abort, which expects the abort): the
+// skins' shared semantics.
+TEST(AmdgpuSimRaceAbort, UnorderedDispatchesAbort) {
+  const char* races = std::getenv("HALSIM_RACES");
+  if (!races || std::strcmp(races, "abort") != 0) {
+    GTEST_SKIP() << "needs HALSIM_RACES=abort";
+  }
+  FillKernel k;
+  if (!k.Load()) GTEST_SKIP() << "basic_kernels.hsaco was not built";
+  gpu::GpuStream a = nullptr, b = nullptr;
+  ASSERT_TRUE(k.api->StreamCreate(&a).ok());
+  ASSERT_TRUE(k.api->StreamCreate(&b).ok());
+  gpu::GpuDevicePtr x = 0;
+  ASSERT_TRUE(k.api->MemAllocDevice(256, &x).ok());
+  ASSERT_TRUE(k.Launch(a, x, 1).ok());
+  ASSERT_TRUE(k.Launch(b, x, 2).ok());
+  k.api->StreamSynchronize(a).IgnoreError();
+  k.api->StreamSynchronize(b).IgnoreError();
+  ADD_FAILURE() << "the race checker did not abort";
+}
+
+// Device loss (HALSIM_FAULTS lose_device_at; its own process, ctest entry
+// unit.amdgpu-sim.device_lost: a lost device stays lost). Every queue's
+// error callback reports HSA_STATUS_ERROR_FATAL, packets retire without
+// running, and the driver's queue operations fail with DATA_LOSS; nothing
+// hangs (the ctest timeout), and a device created afterwards fails too.
+TEST(AmdgpuSimDeviceLost, QueueOperationsFailAndNothingHangs) {
+  REQUIRE_DEVICE_LIBRARY();
+  SimControls controls = Controls();
+  ASSERT_NE(controls.set_faults, nullptr);
+  auto device_lost = Sym<int (*)()>("halsim_hsa_device_lost");
+  ASSERT_NE(device_lost, nullptr);
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  BufferParams params;
+  params.type = MemoryType::kDeviceLocal;
+  auto buffer = device->allocator()->AllocateBuffer(params, 256);
+  ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+  auto sem = device->CreateSemaphore(0);
+  ASSERT_TRUE(sem.ok());
+  std::shared_ptr<HsaApi> api = OpenSimApi();
+  ASSERT_TRUE(api);
+  gpu::GpuStream stream = nullptr;
+  ASSERT_TRUE(api->StreamCreate(&stream).ok());
+  void* target = nullptr;
+  ASSERT_TRUE(api->MemAllocHost(64, &target).ok());
+  std::memset(target, 0, 64);
+
+  // Lost at the next step (the clock is already past 1 ns, or reaches it).
+  ASSERT_EQ(controls.set_faults("lose_device_at=1"), 0);
+  EXPECT_EQ(device_lost(), 0);
+  ASSERT_TRUE(api->MemsetAsync(reinterpret_cast<gpu::GpuDevicePtr>(target),
+                               0x11, 1, 64, stream)
+                  .ok());
+  Status sync = api->StreamSynchronize(stream);
+  EXPECT_EQ(device_lost(), 1);
+  EXPECT_EQ(sync.code(), StatusCode::kDataLoss) << sync.ToString();
+  EXPECT_NE(sync.message().find("HSA_STATUS_ERROR_FATAL"), std::string::npos)
+      << sync.ToString();
+  EXPECT_EQ(static_cast<uint8_t*>(target)[0], 0) << "the fill ran";
+
+  // A HAL queue operation after the loss (its queues were live before).
+  const uint32_t pattern = 7;
+  SemaphorePoint s1{sem->get(), 1};
+  Status fill =
+      device->QueueFill(1, {}, {&s1, 1}, buffer->get(), 0, 256, &pattern, 4);
+  Status wait = fill.ok()
+                    ? (*sem)->Wait(1, Timeout::After(std::chrono::seconds(20)))
+                    : fill;
+  EXPECT_EQ(wait.code(), StatusCode::kDataLoss) << wait.ToString();
+  EXPECT_NE(wait.message().find("HSA_STATUS_ERROR_FATAL"), std::string::npos)
+      << wait.ToString();
+
+  // No queue can be made on the lost device.
+  auto again = CreateAmdgpuDevice(SimUri());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kDataLoss)
+      << again.status().ToString();
+  EXPECT_NE(again.status().message().find("hsa_queue_create"),
+            std::string::npos)
+      << again.status().ToString();
+
+  EXPECT_TRUE(api->MemFreeHost(target).ok());
+  EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
 // Debian's real library: every required symbol resolves. Skips when the
 // library is absent.
 TEST(AmdgpuRealLibrary, RequiredSymbolsResolve) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -215,6 +216,115 @@ TEST(EngineTest, RaceOnAFurtherRangeIsReported) {
             0u);
   engine.DestroyQueue(a);
   engine.DestroyQueue(b);
+}
+
+// Ranges beyond `write` and `read` (a kernel's pointer arguments) race
+// too: a's second extra write overlaps b's extra read in round 0; in round
+// 1 every range is apart.
+TEST(EngineTest, MoreRangesRace) {
+  Engine engine(FastOptions());
+  Queue* a = engine.CreateQueue();
+  Queue* b = engine.CreateQueue();
+  SignalPtr gate = engine.CreateSignal(0);
+  auto ranged = [](uintptr_t first, uintptr_t write, uintptr_t read) {
+    Op op;
+    op.name = "kernel";
+    op.more_writes = {Range::Of(first, 4), Range::Of(write, 8)};
+    op.more_reads = {Range::Of(read, 8)};
+    return op;
+  };
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t before = engine.counters().races;
+    for (Queue* q : {a, b}) {
+      ASSERT_EQ(engine.Enqueue(q, WaitOp(gate, Cond::kGe, round + 1)),
+                Error::kOk);
+    }
+    const uintptr_t shift = round == 0 ? 0 : 0x100;
+    ASSERT_EQ(engine.Enqueue(a, ranged(0x1000, 0x2000, 0x3000)), Error::kOk);
+    ASSERT_EQ(engine.Enqueue(b, ranged(0x1010, 0x4000, 0x2004 + shift)),
+              Error::kOk);
+    engine.UpdateSignal(gate, SignalOp::kSet, round + 1);
+    engine.Synchronize(a);
+    engine.Synchronize(b);
+    EXPECT_EQ(engine.counters().races - before, round == 0 ? 1u : 0u)
+        << "round " << round;
+  }
+  engine.DestroyQueue(a);
+  engine.DestroyQueue(b);
+}
+
+// wait_any (an OR barrier) and masked, signed waits (HSA BARRIER_VALUE).
+TEST(EngineTest, AnyWaitsAndMaskedSignedWaits) {
+  Wait w;
+  w.cond = Cond::kEq;
+  w.value = 0x56;
+  w.mask = 0xff;
+  EXPECT_TRUE(Holds(w, 0x1256));
+  EXPECT_FALSE(Holds(w, 0x1257));
+  w.cond = Cond::kLt;
+  w.value = 0;
+  w.mask = ~uint64_t{0};
+  EXPECT_FALSE(Holds(w, static_cast<uint64_t>(-2)));  // unsigned
+  w.is_signed = true;
+  EXPECT_TRUE(Holds(w, static_cast<uint64_t>(-2)));
+  w.cond = Cond::kGe;
+  EXPECT_FALSE(Holds(w, static_cast<uint64_t>(-2)));
+
+  Engine engine(FastOptions());
+  Queue* q = engine.CreateQueue();
+  SignalPtr x = engine.CreateSignal(1), y = engine.CreateSignal(1);
+  SignalPtr done = engine.CreateSignal(0);
+  Op any;
+  any.name = "or";
+  any.zero_time = true;
+  any.wait_any = true;
+  any.waits = {{x, Cond::kEq, 0}, {y, Cond::kEq, 0}};
+  ASSERT_EQ(engine.Enqueue(q, std::move(any)), Error::kOk);
+  ASSERT_EQ(engine.Enqueue(q, SignalOpOf(done, SignalOp::kSet, 1)), Error::kOk);
+  Op none;  // wait_any with no waits: does not wait
+  none.wait_any = true;
+  none.zero_time = true;
+  ASSERT_EQ(engine.Enqueue(q, std::move(none)), Error::kOk);
+  ASSERT_EQ(engine.Enqueue(q, SignalOpOf(done, SignalOp::kSet, 2)), Error::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(engine.SignalValue(done), 0u) << "x = y = 1: still waits";
+  engine.UpdateSignal(y, SignalOp::kSet, 0);
+  engine.Synchronize(q);
+  EXPECT_EQ(engine.SignalValue(done), 2u);
+  EXPECT_EQ(engine.SignalValue(x), 1u);
+  engine.DestroyQueue(q);
+}
+
+// lose_device_at needs a skin's handler; with one, the first step at or
+// past the time runs it once, before that step's work, and the loss stays.
+TEST(EngineTest, DeviceLossRunsTheHandlerOnce) {
+  Engine engine(FastOptions());
+  FaultPlan lose;
+  lose.lose_device_at = 1;
+  std::string error;
+  EXPECT_FALSE(engine.SetFaults(lose, &error));
+  EXPECT_NE(error.find("lose_device_at"), std::string::npos) << error;
+  int calls = 0;
+  bool work_ran_before_loss = false;
+  engine.SetDeviceLossHandler([&] { ++calls; });
+  ASSERT_TRUE(engine.SetFaults(lose));
+  Queue* q = engine.CreateQueue();
+  for (int i = 0; i < 3; ++i) {
+    Op op;
+    op.name = "work";
+    op.run = [&] {
+      if (calls == 0) work_ran_before_loss = true;
+    };
+    ASSERT_EQ(engine.Enqueue(q, std::move(op)), Error::kOk);
+  }
+  engine.Synchronize(q);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(work_ran_before_loss);
+  EXPECT_TRUE(engine.device_lost());
+  EXPECT_EQ(engine.trace_length(), 4u);  // 3 ops and the loss
+  ASSERT_TRUE(engine.SetFaults(FaultPlan()));
+  EXPECT_TRUE(engine.device_lost()) << "a lost device stays lost";
+  engine.DestroyQueue(q);
 }
 
 TEST(EngineTest, FaultPlanFires) {
