@@ -454,6 +454,74 @@ TEST_F(AmdgpuSim, PacketPublishedBeforeItsHeaderIsReported) {
   EXPECT_EQ(s->hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
 }
 
+// AQL lets a packet be published after the doorbell that covers it, as
+// long as that happens before the packet processor gets there: packet 1 is
+// rung while its header is INVALID and the processor is held at packet 0 (a
+// barrier on a closed gate); its header is stored, then the gate opens, and
+// both retire with no queue error. (A processor that read packets at
+// doorbell time would report packet 1.)
+TEST_F(AmdgpuSim, PacketPublishedAfterTheDoorbellRunsWhenReached) {
+  auto syms = LoadHsaSymbols(kSimLibrary);
+  ASSERT_TRUE(syms.ok());
+  const HsaSymbols* s = syms->get();
+  struct Search {
+    const HsaSymbols* syms;
+    hsa_agent_t agent;
+  } search{s, {}};
+  s->hsa_iterate_agents(
+      [](hsa_agent_t agent, void* data) {
+        auto* search = static_cast<Search*>(data);
+        hsa_device_type_t type;
+        search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
+        if (type != HSA_DEVICE_TYPE_GPU) return HSA_STATUS_SUCCESS;
+        search->agent = agent;
+        return HSA_STATUS_INFO_BREAK;
+      },
+      &search);
+  ASSERT_NE(search.agent.handle, 0u);
+  static hsa_status_t reported;
+  reported = HSA_STATUS_SUCCESS;
+  hsa_queue_t* queue = nullptr;
+  ASSERT_EQ(
+      s->hsa_queue_create(
+          search.agent, 64, HSA_QUEUE_TYPE_MULTI,
+          [](hsa_status_t status, hsa_queue_t*, void*) { reported = status; },
+          nullptr, UINT32_MAX, UINT32_MAX, &queue),
+      HSA_STATUS_SUCCESS);
+  hsa_signal_t gate, done;
+  ASSERT_EQ(s->hsa_signal_create(1, 0, nullptr, &gate), HSA_STATUS_SUCCESS);
+  ASSERT_EQ(s->hsa_signal_create(2, 0, nullptr, &done), HSA_STATUS_SUCCESS);
+  const uint16_t barrier = static_cast<uint16_t>(
+      (HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE) |
+      (1u << HSA_PACKET_HEADER_BARRIER));
+  const uint64_t first = s->hsa_queue_add_write_index_screlease(queue, 2);
+  ASSERT_EQ(first, 0u);  // a fresh queue: slots 0 and 1
+  auto* slots = static_cast<hsa_barrier_and_packet_t*>(queue->base_address);
+  slots[0].dep_signal[0] = gate;
+  slots[0].completion_signal = done;
+  slots[1].completion_signal = done;
+  __atomic_store_n(&slots[0].header, barrier, __ATOMIC_RELEASE);
+  s->hsa_signal_store_screlease(queue->doorbell_signal,
+                                static_cast<hsa_signal_value_t>(first + 1));
+  EXPECT_EQ(s->hsa_signal_load_scacquire(done), 2);  // held at packet 0
+  __atomic_store_n(&slots[1].header, barrier, __ATOMIC_RELEASE);
+  s->hsa_signal_store_screlease(gate, 0);
+  // Bounded: a processor that dropped packet 1 would never retire it. The
+  // pauses outlast the simulator's settle window (1 ms), so it steps.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (s->hsa_signal_load_scacquire(done) != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(s->hsa_signal_load_scacquire(done), 0) << "packet 1 never ran";
+  EXPECT_EQ(reported, HSA_STATUS_SUCCESS);
+  ASSERT_NE(s->hsa_queue_load_read_index_scacquire, nullptr);
+  EXPECT_EQ(s->hsa_queue_load_read_index_scacquire(queue), 2u);
+  EXPECT_EQ(s->hsa_queue_destroy(queue), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(s->hsa_signal_destroy(gate), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(s->hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
+}
+
 // hsa_amd_agents_allow_access is enforced: a kernel that touches host-pool
 // memory its agent was never granted faults (the driver grants everything
 // it allocates, so only memory allocated behind its back can do this).
