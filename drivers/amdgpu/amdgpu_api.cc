@@ -1130,12 +1130,15 @@ Status HsaApi::LaunchKernelIndirect(gpu::GpuFunction function,
   }
   std::lock_guard<std::mutex> lock(s->mutex);
   // Two packets: the patch dispatch, then the target dispatch, whose header
-  // stays INVALID (a slot's header goes back to INVALID when its packet
-  // completes, and Reserve waited for that) until the patch publishes it.
-  // One doorbell covers both: the packet processor reaches the target only
-  // after the patch completed (barrier bit), so its header is there by then.
+  // stays INVALID until the patch publishes it. One doorbell covers both:
+  // the packet processor reaches the target only after the patch completed
+  // (barrier bit), so its header is there by then.
   HAL_ASSIGN_OR_RETURN(const uint64_t index, Reserve(s, 2));
   const uint64_t target = index + 1;
+  // The slot is free (Reserve waited for its previous packet); its header
+  // is stored INVALID explicitly rather than trusting the packet processor
+  // to have reset it, so the processor cannot take a stale header.
+  Publish(s, target, HSA_PACKET_TYPE_INVALID << HSA_PACKET_HEADER_TYPE);
   uint16_t setup = 0;
   WriteBody(s, target, [&](uint8_t* packet, uint8_t* slot_args) {
     std::memset(slot_args, 0, k.kernarg_size);
