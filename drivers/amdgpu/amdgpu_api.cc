@@ -1,6 +1,7 @@
 #include "drivers/amdgpu/amdgpu_api.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "drivers/amdgpu/amdgpu_code_object.h"
 #include "drivers/amdgpu/amdgpu_ring.h"
 #include "drivers/amdgpu/amdgpu_status.h"
+#include "hal/command_buffer.h"
 
 #if HAL_AMDGPU_HAVE_DEVICE_LIBRARY
 namespace hal::amdgpu {
@@ -33,8 +35,12 @@ struct HsaStream {
   hsa_queue_t* queue = nullptr;
   hsa_signal_t epoch = {};
   uint8_t* kernargs = nullptr;  // kQueueSize slots of kKernargSlotBytes
-  std::mutex mutex;             // packet writing
-  uint64_t written = 0;         // packets written (the next packet's index)
+  // The patch kernel's status record (device/amdgpu_dispatch_patch.c:
+  // error flag, then the count that overflowed), in one more slot after
+  // the kernel arguments (fine-grained memory the host reads).
+  uint32_t* indirect_status = nullptr;
+  std::mutex mutex;      // packet writing
+  uint64_t written = 0;  // packets written (the next packet's index)
   std::atomic<int> error{HSA_STATUS_SUCCESS};  // the queue's first error
   // Host-function gates: (packets written once its barrier was, signal),
   // and the gates whose barrier completed, for reuse (the seed's pooled
@@ -295,9 +301,10 @@ Status HsaApi::LoadDeviceLibrary() {
   HAL_RETURN_IF_ERROR(ModuleLoad(
       std::span<const uint8_t>(kAmdgpuDeviceLibrary, kAmdgpuDeviceLibrary_size),
       &module));
-  gpu::GpuFunction fill = nullptr, copy = nullptr;
+  gpu::GpuFunction fill = nullptr, copy = nullptr, patch = nullptr;
   Status s = ModuleGetFunction(module, "amdgpu_blit_fill", &fill);
   if (s.ok()) s = ModuleGetFunction(module, "amdgpu_blit_copy", &copy);
+  if (s.ok()) s = ModuleGetFunction(module, "amdgpu_dispatch_patch", &patch);
   if (!s.ok()) {
     ModuleUnload(module).IgnoreError();
     return Status(s.code(), "amdgpu: the device library: " + s.message());
@@ -305,6 +312,7 @@ Status HsaApi::LoadDeviceLibrary() {
   for (size_t i = 0; i < agents_.size(); ++i) {
     agents_[i].blit_fill = static_cast<HsaFunction*>(fill)->kernels[i];
     agents_[i].blit_copy = static_cast<HsaFunction*>(copy)->kernels[i];
+    agents_[i].dispatch_patch = static_cast<HsaFunction*>(patch)->kernels[i];
   }
   device_library_ = module;
 #endif
@@ -326,28 +334,51 @@ Status HsaApi::AllowAllAgents(void* p, size_t size) {
   return OkStatus();
 }
 
-template <typename Body>
-Status HsaApi::Emit(HsaStream* s, uint16_t type, Body body) {
+StatusOr<uint64_t> HsaApi::Reserve(HsaStream* s, uint64_t count) {
   const uint64_t index =
-      syms_->hsa_queue_add_write_index_screlease(s->queue, 1);
-  // The slot (and its kernel arguments) is free once the packet kQueueSize
+      syms_->hsa_queue_add_write_index_screlease(s->queue, count);
+  // A slot (and its kernel arguments) is free once the packet kQueueSize
   // earlier completed; packets complete in order (barrier bit).
-  if (index >= kQueueSize) {
-    HAL_RETURN_IF_ERROR(WaitEpoch(s, index - kQueueSize + 1));
+  if (index + count > kQueueSize) {
+    HAL_RETURN_IF_ERROR(WaitEpoch(s, index + count - kQueueSize));
   }
-  uint8_t* slot = static_cast<uint8_t*>(s->queue->base_address) +
-                  (index % s->queue->size) * 64;
+  return index;
+}
+
+namespace {
+uint8_t* PacketSlot(HsaStream* s, uint64_t index) {
+  return static_cast<uint8_t*>(s->queue->base_address) +
+         (index % s->queue->size) * 64;
+}
+}  // namespace
+
+template <typename Body>
+void HsaApi::WriteBody(HsaStream* s, uint64_t index, Body body) {
   uint8_t* kernargs = s->kernargs + (index % kQueueSize) * kKernargSlotBytes;
   uint8_t packet[64] = {};
   body(packet, kernargs);
-  std::memcpy(slot + 2, packet + 2, 62);
+  std::memcpy(PacketSlot(s, index) + 2, packet + 2, 62);
+}
+
+void HsaApi::Publish(HsaStream* s, uint64_t index, uint16_t header) {
   // The header last: the packet processor takes a packet whose header is
   // valid, so the body must be visible first.
-  __atomic_store_n(reinterpret_cast<uint16_t*>(slot), PacketHeader(type),
+  __atomic_store_n(reinterpret_cast<uint16_t*>(PacketSlot(s, index)), header,
                    __ATOMIC_RELEASE);
+}
+
+void HsaApi::Ring(HsaStream* s, uint64_t index) {
   syms_->hsa_signal_store_screlease(s->queue->doorbell_signal,
                                     static_cast<hsa_signal_value_t>(index));
   s->written = index + 1;
+}
+
+template <typename Body>
+Status HsaApi::Emit(HsaStream* s, uint16_t type, Body body) {
+  HAL_ASSIGN_OR_RETURN(const uint64_t index, Reserve(s, 1));
+  WriteBody(s, index, body);
+  Publish(s, index, PacketHeader(type));
+  Ring(s, index);
   return OkStatus();
 }
 
@@ -393,21 +424,29 @@ Status HsaApi::DispatchLocked(HsaStream* s, const Kernel& k,
               [&](uint8_t* packet, uint8_t* args) {
                 std::memset(args, 0, k.kernarg_size);
                 std::memcpy(args, kernargs, kernarg_bytes);
-                hsa_kernel_dispatch_packet_t p = {};
-                p.setup = 3 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
-                p.workgroup_size_x = static_cast<uint16_t>(block[0]);
-                p.workgroup_size_y = static_cast<uint16_t>(block[1]);
-                p.workgroup_size_z = static_cast<uint16_t>(block[2]);
-                p.grid_size_x = size[0];
-                p.grid_size_y = size[1];
-                p.grid_size_z = size[2];
-                p.private_segment_size = k.private_segment_size;
-                p.group_segment_size = k.group_segment_size + dynamic_shared;
-                p.kernel_object = k.object;
-                p.kernarg_address = args;
-                p.completion_signal = s->epoch;
+                hsa_kernel_dispatch_packet_t p =
+                    DispatchPacket(s, k, size, block, dynamic_shared, args);
                 std::memcpy(packet, &p, sizeof(p));
               });
+}
+
+hsa_kernel_dispatch_packet_t HsaApi::DispatchPacket(
+    HsaStream* s, const Kernel& k, const uint32_t size[3],
+    const uint32_t block[3], uint32_t dynamic_shared, void* kernargs) {
+  hsa_kernel_dispatch_packet_t p = {};
+  p.setup = 3 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  p.workgroup_size_x = static_cast<uint16_t>(block[0]);
+  p.workgroup_size_y = static_cast<uint16_t>(block[1]);
+  p.workgroup_size_z = static_cast<uint16_t>(block[2]);
+  p.grid_size_x = size[0];
+  p.grid_size_y = size[1];
+  p.grid_size_z = size[2];
+  p.private_segment_size = k.private_segment_size;
+  p.group_segment_size = k.group_segment_size + dynamic_shared;
+  p.kernel_object = k.object;
+  p.kernarg_address = kernargs;
+  p.completion_signal = s->epoch;
+  return p;
 }
 
 void HsaApi::Reclaim(HsaStream* s) {
@@ -455,15 +494,16 @@ Status HsaApi::StreamCreate(gpu::GpuStream* out) {
   HSA(hsa_signal_create(kEpochBase, 0, nullptr, &s->epoch),
       "creating a queue's epoch signal");
   void* kernargs = nullptr;
+  // The kernel-argument slots, then the indirect-dispatch status record.
+  const size_t kernarg_bytes = size_t{kQueueSize + 1} * kKernargSlotBytes;
   Status st = [&]() -> Status {
     HSA(hsa_queue_create(agent, kQueueSize, HSA_QUEUE_TYPE_MULTI, OnQueueError,
                          s.get(), UINT32_MAX, UINT32_MAX, &s->queue),
         "creating an AQL queue of %u packets on GPU agent %zu", kQueueSize,
         s->agent);
-    HSA(hsa_amd_memory_pool_allocate(
-            host_pool_, size_t{kQueueSize} * kKernargSlotBytes, 0, &kernargs),
+    HSA(hsa_amd_memory_pool_allocate(host_pool_, kernarg_bytes, 0, &kernargs),
         "allocating a queue's kernel-argument ring");
-    return AllowAllAgents(kernargs, size_t{kQueueSize} * kKernargSlotBytes);
+    return AllowAllAgents(kernargs, kernarg_bytes);
   }();
   if (!st.ok()) {
     if (kernargs) syms_->hsa_amd_memory_pool_free(kernargs);
@@ -472,6 +512,9 @@ Status HsaApi::StreamCreate(gpu::GpuStream* out) {
     return st;
   }
   s->kernargs = static_cast<uint8_t*>(kernargs);
+  s->indirect_status = reinterpret_cast<uint32_t*>(
+      s->kernargs + size_t{kQueueSize} * kKernargSlotBytes);
+  std::memset(s->indirect_status, 0, 4 * sizeof(uint32_t));
   *out = s.release();
   return OkStatus();
 }
@@ -531,10 +574,24 @@ Status HsaApi::StreamSynchronize(gpu::GpuStream stream) {
     packets = s->written;
   }
   HAL_RETURN_IF_ERROR(WaitEpoch(s, packets));
+  return StreamError(s);
+}
+
+Status HsaApi::StreamError(HsaStream* s) {
   if (int error = s->error.load(); error != HSA_STATUS_SUCCESS) {
     return HsaStatusToStatus(syms_.get(), static_cast<hsa_status_t>(error),
                              "hsa_queue_create (error callback)",
                              "device work failed");
+  }
+  // Written by the patch kernel with a release store (system scope).
+  if (__atomic_load_n(&s->indirect_status[0], __ATOMIC_ACQUIRE) != 0) {
+    return OutOfRangeError(
+        "amdgpu: an indirect dispatch's workgroup count [%u, %u, %u] exceeds "
+        "%u in a dimension, or the AQL grid (2^32 - 1 work-items per "
+        "dimension) with its workgroup size; it launched nothing, and the "
+        "stream stays failed",
+        s->indirect_status[1], s->indirect_status[2], s->indirect_status[3],
+        kMaxWorkgroupCount);
   }
   return OkStatus();
 }
@@ -571,11 +628,7 @@ Status HsaApi::EventQuery(gpu::GpuEventHandle event, bool* ready) {
   }
   const bool done = syms_->hsa_signal_load_scacquire(e->stream->epoch) <
                     EpochTarget(e->packets);
-  if (int error = e->stream->error.load(); error != HSA_STATUS_SUCCESS) {
-    return HsaStatusToStatus(syms_.get(), static_cast<hsa_status_t>(error),
-                             "hsa_queue_create (error callback)",
-                             "device work failed");
-  }
+  HAL_RETURN_IF_ERROR(StreamError(e->stream));
   *ready = done;
   return OkStatus();
 }
@@ -998,17 +1051,17 @@ Status HsaApi::CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
   return OkStatus();
 }
 
-Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
-                            const uint32_t block[3], uint32_t shared_memory,
-                            gpu::GpuStream stream, void** params) {
-  auto* f = static_cast<HsaFunction*>(function);
-  HsaStream* s = AsStream(stream);
-  const Kernel& k = f->kernels[s->agent];
-  if (k.kernarg_size > kKernargSlotBytes) {
+namespace {
+
+// The checks LaunchKernel and LaunchKernelIndirect share, and the kernel's
+// explicit arguments packed into `args` (kKernargSlotBytes).
+Status PackLaunch(const HsaFunction& f, const HsaApi::Kernel& k,
+                  const uint32_t block[3], void** params, uint8_t* args) {
+  if (k.kernarg_size > HsaApi::kKernargSlotBytes) {
     return UnimplementedError(
         "amdgpu: kernel '%s' takes %u bytes of arguments; at most %u are "
         "supported",
-        f->name.c_str(), k.kernarg_size, kKernargSlotBytes);
+        f.name.c_str(), k.kernarg_size, HsaApi::kKernargSlotBytes);
   }
   if (uint64_t{block[0]} * block[1] * block[2] > 1024) {
     return InvalidArgumentError("amdgpu: workgroups of more than 1024 items");
@@ -1016,11 +1069,107 @@ Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
   // The explicit arguments, at the offsets the metadata gives; params holds
   // one pointer per argument (read now; CheckFunctionParams made sure there
   // are no more arguments than params, and none wider than its param).
-  uint8_t args[kKernargSlotBytes] = {};
-  for (size_t i = 0; i < f->args.size(); ++i) {
-    std::memcpy(args + f->args[i].offset, params[i], f->args[i].size);
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    std::memcpy(args + f.args[i].offset, params[i], f.args[i].size);
   }
+  return OkStatus();
+}
+
+// The patch kernel's arguments (device/amdgpu_dispatch_patch.c), in the
+// kernel ABI's order: pointers, then 32-bit values.
+struct PatchArgs {
+  uint64_t packet;  // the target dispatch packet's slot
+  uint64_t count;   // uint32 workgroup counts x, y, z
+  uint64_t status;  // the stream's indirect_status record
+  uint32_t workgroup[3];
+  uint32_t max_count;        // kMaxWorkgroupCount
+  uint32_t dispatch_header;  // header | setup << 16
+  uint32_t noop_header;      // BARRIER_AND header (reserved bits 0)
+};
+constexpr size_t kPatchArgBytes = offsetof(PatchArgs, noop_header) + 4;
+
+}  // namespace
+
+Status HsaApi::LaunchKernel(gpu::GpuFunction function, const uint32_t grid[3],
+                            const uint32_t block[3], uint32_t shared_memory,
+                            gpu::GpuStream stream, void** params) {
+  auto* f = static_cast<HsaFunction*>(function);
+  HsaStream* s = AsStream(stream);
+  const Kernel& k = f->kernels[s->agent];
+  uint8_t args[kKernargSlotBytes] = {};
+  HAL_RETURN_IF_ERROR(PackLaunch(*f, k, block, params, args));
   return Dispatch(s, k, grid, block, shared_memory, args, k.kernarg_size);
+}
+
+Status HsaApi::LaunchKernelIndirect(gpu::GpuFunction function,
+                                    gpu::GpuDevicePtr grid,
+                                    const uint32_t block[3],
+                                    uint32_t shared_memory,
+                                    gpu::GpuStream stream, void** params) {
+  if (!device_library_) {
+    return UnimplementedError(
+        "amdgpu: indirect dispatch needs the device library's patch kernel "
+        "(built without it: no clang with the amdgcn target)");
+  }
+  auto* f = static_cast<HsaFunction*>(function);
+  HsaStream* s = AsStream(stream);
+  const Kernel& k = f->kernels[s->agent];
+  const Kernel& patch = agents_[s->agent].dispatch_patch;
+  uint8_t args[kKernargSlotBytes] = {};
+  HAL_RETURN_IF_ERROR(PackLaunch(*f, k, block, params, args));
+  if (block[0] == 0 || block[1] == 0 || block[2] == 0) {
+    return InvalidArgumentError("amdgpu: workgroup [%u, %u, %u] has a zero",
+                                block[0], block[1], block[2]);
+  }
+  const uint64_t count = reinterpret_cast<uint64_t>(grid);
+  if (!Accessible(count, 3 * sizeof(uint32_t))) {
+    return InvalidArgumentError(
+        "amdgpu: the indirect workgroup count at 0x%llx is not memory the "
+        "GPU reaches",
+        static_cast<unsigned long long>(count));
+  }
+  std::lock_guard<std::mutex> lock(s->mutex);
+  // Two packets: the patch dispatch, then the target dispatch, whose header
+  // stays INVALID until the patch publishes it. One doorbell covers both:
+  // the packet processor reaches the target only after the patch completed
+  // (barrier bit), so its header is there by then.
+  HAL_ASSIGN_OR_RETURN(const uint64_t index, Reserve(s, 2));
+  const uint64_t target = index + 1;
+  // The slot is free (Reserve waited for its previous packet); its header
+  // is stored INVALID explicitly rather than trusting the packet processor
+  // to have reset it, so the processor cannot take a stale header.
+  Publish(s, target, HSA_PACKET_TYPE_INVALID << HSA_PACKET_HEADER_TYPE);
+  uint16_t setup = 0;
+  WriteBody(s, target, [&](uint8_t* packet, uint8_t* slot_args) {
+    std::memset(slot_args, 0, k.kernarg_size);
+    std::memcpy(slot_args, args, k.kernarg_size);
+    const uint32_t unset[3] = {0, 0, 0};  // the patch writes the grid
+    hsa_kernel_dispatch_packet_t p =
+        DispatchPacket(s, k, unset, block, shared_memory, slot_args);
+    setup = p.setup;
+    std::memcpy(packet, &p, sizeof(p));
+  });
+  WriteBody(s, index, [&](uint8_t* packet, uint8_t* slot_args) {
+    PatchArgs a = {};
+    a.packet = reinterpret_cast<uint64_t>(PacketSlot(s, target));
+    a.count = count;
+    a.status = reinterpret_cast<uint64_t>(s->indirect_status);
+    for (int i = 0; i < 3; ++i) a.workgroup[i] = block[i];
+    // The HAL's limit, as the host-read path checks it (gpu_executable.cc).
+    a.max_count = kMaxWorkgroupCount;
+    a.dispatch_header =
+        PacketHeader(HSA_PACKET_TYPE_KERNEL_DISPATCH) | (uint32_t{setup} << 16);
+    a.noop_header = PacketHeader(HSA_PACKET_TYPE_BARRIER_AND);
+    std::memset(slot_args, 0, patch.kernarg_size);
+    std::memcpy(slot_args, &a, kPatchArgBytes);
+    const uint32_t one[3] = {1, 1, 1};
+    hsa_kernel_dispatch_packet_t p =
+        DispatchPacket(s, patch, one, one, 0, slot_args);
+    std::memcpy(packet, &p, sizeof(p));
+  });
+  Publish(s, index, PacketHeader(HSA_PACKET_TYPE_KERNEL_DISPATCH));
+  Ring(s, target);
+  return OkStatus();
 }
 
 bool HsaApi::SupportsGraphs() const { return false; }

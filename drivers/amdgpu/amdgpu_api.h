@@ -38,11 +38,19 @@
 //     (amdgpu_ring.h: absolute positions, space reused once the epoch
 //     passed the packet that used it), or for copies larger than the ring
 //     into fine-grained memory freed once the packet completed.
+//   * Indirect dispatch needs no host round trip: the device library's
+//     patch kernel (device/amdgpu_dispatch_patch.c) runs as a dispatch
+//     just before the target dispatch packet, reads the workgroup counts
+//     from device memory, writes the target's grid and publishes its
+//     header (LaunchKernelIndirect).
 //   * Host waits re-check their condition after every hsa_signal_wait
 //     return: HSA allows spurious returns.
 //
 // Packet writing: reserve with hsa_queue_add_write_index, write the body,
-// store the 16-bit header last (release), then ring the doorbell.
+// store the 16-bit header last (release), then ring the doorbell. An
+// indirect dispatch reserves two packets and leaves the second's header
+// INVALID for the patch kernel to publish (AQL lets a packet be published
+// after the doorbell that covers it).
 //
 // Thread safety: every method may be called from any thread (a queue's
 // packets are written under its lock).
@@ -88,6 +96,24 @@ class HsaApi final : public gpu::GpuApi {
   Status CheckFunctionParams(gpu::GpuFunction function, uint32_t bindings,
                              uint32_t constants) override;
   bool SupportsAsyncAlloc() const override { return false; }
+  // True with the device library (its patch kernel). LaunchKernelIndirect
+  // writes two packets: the patch dispatch, then the target dispatch with
+  // its body written and its header INVALID, then rings the doorbell; the
+  // patch publishes the target when it runs. A count of 0 in any dimension
+  // makes the target a BARRIER_AND with no dependencies (nothing runs; HSA
+  // requires grid sizes > 0). A count above kMaxWorkgroupCount (the HAL's
+  // limit), or whose grid (count * workgroup size) exceeds the packet's
+  // uint32 grid size, does the same and is the stream's error from then on:
+  // the next synchronisation of the stream or of one of its events returns
+  // OUT_OF_RANGE naming the count (sticky, as a queue error is; later
+  // packets still run). `grid` must be memory the stream's agent reaches
+  // (INVALID_ARGUMENT otherwise).
+  bool SupportsIndirectLaunch() const override {
+    return device_library_ != nullptr;
+  }
+  Status LaunchKernelIndirect(gpu::GpuFunction function, gpu::GpuDevicePtr grid,
+                              const uint32_t block[3], uint32_t shared_memory,
+                              gpu::GpuStream stream, void** params) override;
   ExecutableFormat module_format() const override {
     return ExecutableFormat::kAmdgpuCodeObject;
   }
@@ -125,7 +151,7 @@ class HsaApi final : public gpu::GpuApi {
     hsa_agent_t agent = {};
     hsa_amd_memory_pool_t device_pool = {};
     size_t granule = 0;  // device_pool's RUNTIME_ALLOC_GRANULE
-    Kernel blit_fill, blit_copy;
+    Kernel blit_fill, blit_copy, dispatch_patch;
   };
 
   HsaApi(std::shared_ptr<const HsaSymbols> syms, hsa_agent_t cpu)
@@ -139,9 +165,29 @@ class HsaApi final : public gpu::GpuApi {
   Status AllowAgents(uint64_t agent_mask, void* p, size_t size);
   Status LoadDeviceLibrary();
   // Writes one packet: `body` fills bytes [2, 64) of the slot (and may use
-  // the packet's kernel-argument slot); the header is stored last.
+  // the packet's kernel-argument slot); the header is stored last, then the
+  // doorbell rung (s->mutex held).
   template <typename Body>
   Status Emit(HsaStream* s, uint16_t type, Body body);
+  // Reserves `count` packets (s->mutex held): the index of the first, once
+  // the slots and kernel-argument slots of the packets kQueueSize earlier
+  // are free.
+  StatusOr<uint64_t> Reserve(HsaStream* s, uint64_t count);
+  // Writes the body of the packet at `index` (bytes [2, 64); `body` may
+  // use the packet's kernel-argument slot), leaving its header as it is.
+  template <typename Body>
+  void WriteBody(HsaStream* s, uint64_t index, Body body);
+  // Publishes the packet at `index` (release store of its header).
+  void Publish(HsaStream* s, uint64_t index, uint16_t header);
+  // Rings the doorbell for the packets up to `index` (s->mutex held).
+  void Ring(HsaStream* s, uint64_t index);
+  // The kernel dispatch packet of `k` (completion: the stream's epoch).
+  static hsa_kernel_dispatch_packet_t DispatchPacket(
+      HsaStream* s, const Kernel& k, const uint32_t size[3],
+      const uint32_t block[3], uint32_t dynamic_shared, void* kernargs);
+  // The stream's first error: a queue error (its callback), or an indirect
+  // count that did not fit the grid (the patch kernel's status record).
+  Status StreamError(HsaStream* s);
   // Grants every agent access to `p` (pool memory).
   Status AllowAllAgents(void* p, size_t size);
   Status Dispatch(HsaStream* s, const Kernel& k, const uint32_t grid[3],

@@ -76,8 +76,13 @@ struct Queue {
   engine::Domain domain;           // a failed packet's error (kernels, faults)
   std::atomic<uint64_t> read_index{0};
   std::atomic<uint64_t> write_index{0};
-  std::mutex mutex;      // scanning
-  uint64_t scanned = 0;  // packets handed to the engine
+  // The packet processor (sim_hsa_queue.cc), under `mutex`: packets handed
+  // to the engine, whether the last one is still running (one at a time),
+  // and the highest doorbell value (-1: never rung).
+  std::mutex mutex;
+  uint64_t scanned = 0;
+  bool in_flight = false;
+  int64_t rung = -1;
   std::atomic<bool> active{true};
   std::atomic<bool> error_reported{false};
   uint64_t trace_id = 0;
@@ -104,8 +109,8 @@ Agent* GpuAgent(int index);
 Signal* SignalOf(hsa_signal_t signal);  // null for handle 0
 hsa_signal_t MakeSignal(uint64_t initial);
 
-// The doorbell was rung with `value`: hands the packets written so far to
-// the engine (sim_hsa_queue.cc).
+// The doorbell was rung with `value`: an idle packet processor reaches the
+// next packet (sim_hsa_queue.cc).
 void RingDoorbell(Queue* queue, int64_t value);
 
 // An hsa_signal_condition_t as the engine's condition; false if unknown

@@ -4,12 +4,22 @@
 // absolute read and write indices and a doorbell signal. The packet
 // processor is this file over one engine queue per HSA queue:
 //
-//   * Ringing the doorbell (any store to it) hands every packet from the
-//     last one handed over up to the write index to the engine, in order,
-//     stopping at the first whose header is still INVALID. A packet whose
-//     header is INVALID at or below the rung value was published before it
-//     was written: an error (with the seed) reported through the queue's
-//     callback (HSA_STATUS_ERROR_INVALID_PACKET_FORMAT).
+//   * The packet processor hands one packet at a time to the engine, and
+//     reads its header and body only when it reaches it: when the doorbell
+//     rings (any store to it) with the processor idle, or when the packet
+//     before it completed. So a packet may be published after the doorbell
+//     as long as that happens before the processor gets there (AQL allows
+//     it: the AMDGPU driver's indirect-dispatch patch kernel publishes the
+//     packet after it). The engine thread reads only packets a doorbell
+//     covered (index <= the highest value rung); a doorbell also takes
+//     valid packets past its value. A packet a doorbell covered whose
+//     header is still INVALID when the processor reaches it is an error
+//     (with the seed) reported through the queue's callback
+//     (HSA_STATUS_ERROR_INVALID_PACKET_FORMAT): real hardware would wait
+//     for it, the simulator reports it so that a missing publish does not
+//     hang a test; the processor stays there and a later doorbell looks
+//     again. The ring is registered with the engine, so kernels may write
+//     packets into it.
 //   * The engine runs a queue's packets one after another (so the barrier
 //     bit always holds: a stronger order than AQL's, which lets packets
 //     without it overlap), each once its waits hold: KERNEL_DISPATCH (the
@@ -118,7 +128,7 @@ std::string BuildOp(Queue* q, uint64_t index, const uint8_t* bytes,
       // copy(src, dst, length), the length as two u32 at byte 16) declare
       // their exact ranges to the race checker, as a copy or fill of the
       // other skins does. Kernel arguments are written before the header,
-      // so they can be read now. Other kernels declare none yet.
+      // so they can be read now. Other kernels: DeclareKernelRanges.
       if (ko->kernarg_size >= 24 &&
           (ko->name == "amdgpu_blit_fill" || ko->name == "amdgpu_blit_copy")) {
         uint64_t first, second;
@@ -135,6 +145,22 @@ std::string BuildOp(Queue* q, uint64_t index, const uint8_t* bytes,
           op->write = Range::Of(static_cast<uintptr_t>(second), length);
         }
         op->bytes = length;
+      } else if (ko->name == "amdgpu_dispatch_patch" &&
+                 ko->kernarg_size >= 24) {
+        // The indirect-dispatch patch kernel (drivers/amdgpu/device/
+        // amdgpu_dispatch_patch.c: packet, count, status): it writes the
+        // 64-byte packet and the 16-byte status record, and only reads the
+        // 12-byte count, which unordered dispatches on several queues may
+        // share (the 4-byte write DeclareKernelRanges assumes would report
+        // that as a race).
+        uint64_t packet, count, status;
+        std::memcpy(&packet, kernargs, 8);
+        std::memcpy(&count, kernargs + 8, 8);
+        std::memcpy(&status, kernargs + 16, 8);
+        op->write = Range::Of(static_cast<uintptr_t>(packet), 64);
+        op->more_writes.push_back(
+            Range::Of(static_cast<uintptr_t>(status), 16));
+        op->read = Range::Of(static_cast<uintptr_t>(count), 12);
       } else {
         DeclareKernelRanges(*ko, kernargs, op);
       }
@@ -215,63 +241,92 @@ void ReportQueueError(Queue* q, hsa_status_t status, const char* what) {
   if (q->callback) q->callback(status, &q->header.hsa, q->callback_data);
 }
 
-void RingDoorbell(Queue* q, int64_t value) {
-  std::lock_guard<std::mutex> lock(q->mutex);
-  const uint64_t write = q->write_index.load(std::memory_order_acquire);
-  while (q->scanned < write) {
-    const uint64_t index = q->scanned;
-    uint8_t* slot = Slot(q, index);
-    const uint16_t header = LoadHeader(slot);
-    if ((header & 0xff) == HSA_PACKET_TYPE_INVALID) {
-      if (value >= 0 && index <= static_cast<uint64_t>(value)) {
-        char what[200];
-        std::snprintf(what, sizeof(what),
-                      "packet %" PRIu64 " was published (doorbell %" PRId64
-                      ") before its header was written: write the body, "
-                      "then the header, then ring the doorbell",
-                      index, value);
-        ReportQueueError(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, what);
-      }
-      break;
+namespace {
+
+// The packet processor reaches the next packet (q->mutex held): called when
+// the doorbell rings with the processor idle, and when a packet completes.
+// It hands at most one packet to the engine at a time and reads its header
+// and body only now, after the packet before it completed: a packet may be
+// published (its header stored) after the doorbell, by the host or by the
+// GPU (the AMDGPU driver's indirect-dispatch patch kernel publishes the
+// packet after it). `from_doorbell`: on the host thread that rang; the
+// engine thread reads only packets a doorbell covered, so what it reads does
+// not depend on how far a host thread got in writing a later packet.
+void Advance(Queue* q, bool from_doorbell) {
+  if (q->in_flight) return;
+  const uint64_t index = q->scanned;
+  if (index >= q->write_index.load(std::memory_order_acquire)) return;
+  const bool rung = q->rung >= 0 && index <= static_cast<uint64_t>(q->rung);
+  if (!from_doorbell && !rung) return;
+  uint8_t* slot = Slot(q, index);
+  const uint16_t header = LoadHeader(slot);
+  if ((header & 0xff) == HSA_PACKET_TYPE_INVALID) {
+    // Real hardware waits for the header of a packet a doorbell covered;
+    // the simulator reports it instead, so that a packet nobody publishes
+    // does not hang a test. The processor stays here: a later doorbell
+    // looks again.
+    if (rung) {
+      char what[240];
+      std::snprintf(what, sizeof(what),
+                    "packet %" PRIu64
+                    " was still INVALID when the packet processor reached "
+                    "it (doorbell %" PRId64
+                    "): write the body, then the header, then ring the "
+                    "doorbell (or publish it from an earlier packet)",
+                    index, q->rung);
+      ReportQueueError(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, what);
     }
-    uint8_t bytes[64];
-    std::memcpy(bytes, slot, 64);
-    engine::Op op;
-    hsa_signal_t completion;
-    std::string bad = BuildOp(q, index, bytes, &op, &completion);
-    if (!bad.empty()) {
-      op = engine::Op();
-      op.name = "hsa_bad_packet";
-      op.zero_time = true;
-      std::string what = "packet " + std::to_string(index) + ": " + bad;
-      op.run = [q, what] {
-        ReportQueueError(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-                         what.c_str());
-      };
-    }
-    engine::Work work = std::move(op.run);
-    op.run = [q, index, work = std::move(work)] {
-      if (work) work();
-      if (q->domain.failed()) {
-        const bool fault = q->domain.error() == engine::Error::kLaunchFailed;
-        ReportQueueError(q,
-                         fault
-                             ? HSA_STATUS_ERROR_EXCEPTION
+    return;
+  }
+  uint8_t bytes[64];
+  std::memcpy(bytes, slot, 64);
+  engine::Op op;
+  hsa_signal_t completion;
+  std::string bad = BuildOp(q, index, bytes, &op, &completion);
+  if (!bad.empty()) {
+    op = engine::Op();
+    op.name = "hsa_bad_packet";
+    op.zero_time = true;
+    std::string what = "packet " + std::to_string(index) + ": " + bad;
+    op.run = [q, what] {
+      ReportQueueError(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, what.c_str());
+    };
+  }
+  engine::Work work = std::move(op.run);
+  op.run = [q, index, work = std::move(work)] {
+    if (work) work();
+    if (q->domain.failed()) {
+      const bool fault = q->domain.error() == engine::Error::kLaunchFailed;
+      ReportQueueError(q,
+                       fault ? HSA_STATUS_ERROR_EXCEPTION
                              : static_cast<hsa_status_t>(
                                    HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION),
-                         fault ? "an injected packet fault (HALSIM_FAULTS)"
-                               : "a kernel accessed memory outside its "
-                                 "allocations");
-      }
-      StoreHeader(Slot(q, index), HSA_PACKET_TYPE_INVALID);
-      q->read_index.store(index + 1, std::memory_order_release);
-    };
-    if (Signal* s = SignalOf(completion)) {
-      op.signals.push_back({s->signal, engine::SignalOp::kSub, 1, nullptr});
+                       fault ? "an injected packet fault (HALSIM_FAULTS)"
+                             : "a kernel accessed memory outside its "
+                               "allocations");
     }
-    E().Enqueue(q->queue, std::move(op));
-    ++q->scanned;
+    StoreHeader(Slot(q, index), HSA_PACKET_TYPE_INVALID);
+    q->read_index.store(index + 1, std::memory_order_release);
+    // The next packet is enqueued behind this one, which stays at the head
+    // of the engine queue until its completion signal is applied.
+    std::lock_guard<std::mutex> lock(q->mutex);
+    q->in_flight = false;
+    Advance(q, /*from_doorbell=*/false);
+  };
+  if (Signal* s = SignalOf(completion)) {
+    op.signals.push_back({s->signal, engine::SignalOp::kSub, 1, nullptr});
   }
+  q->in_flight = true;
+  ++q->scanned;
+  E().Enqueue(q->queue, std::move(op));
+}
+
+}  // namespace
+
+void RingDoorbell(Queue* q, int64_t value) {
+  std::lock_guard<std::mutex> lock(q->mutex);
+  if (value > q->rung) q->rung = value;
+  Advance(q, /*from_doorbell=*/true);
 }
 
 }  // namespace hal::sim::hsa
@@ -316,6 +371,15 @@ HALSIM_EXPORT hsa_status_t hsa_queue_create(
     std::memset(static_cast<uint8_t*>(ring) + size_t{i} * 64, 0, 64);
     std::memcpy(static_cast<uint8_t*>(ring) + size_t{i} * 64, &invalid, 2);
   }
+  // The ring is memory the queue's agent reaches: a kernel may write
+  // packets (the AMDGPU driver's indirect-dispatch patch kernel), and the
+  // engine's kernel work checks that every pointer lies in an allocation.
+  if (E().Register(reinterpret_cast<uintptr_t>(ring), size_t{size} * 64) !=
+      hal::sim::engine::Error::kOk) {
+    std::free(ring);
+    delete q;
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  }
   hsa_signal_t doorbell = MakeSignal(0);
   SignalOf(doorbell)->doorbell_of = q;
   q->queue = E().CreateQueue();
@@ -350,6 +414,7 @@ HALSIM_EXPORT hsa_status_t hsa_queue_destroy(hsa_queue_t* queue) {
   Signal* doorbell = SignalOf(q->header.hsa.doorbell_signal);
   doorbell->doorbell_of = nullptr;
   delete doorbell;
+  E().Unregister(reinterpret_cast<uintptr_t>(q->header.hsa.base_address));
   std::free(q->header.hsa.base_address);
   delete q;
   return HSA_STATUS_SUCCESS;

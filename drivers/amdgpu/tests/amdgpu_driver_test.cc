@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drivers/amdgpu/amdgpu_api.h"
@@ -16,8 +19,10 @@
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/amdgpu/amdgpu_status.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
+#include "hal/command_buffer.h"
 #include "hal/driver.h"
 #include "hal/executable.h"
+#include "sim/core/sim_kernel_abi.h"
 #include "sim/core/sim_random.h"
 
 namespace hal::amdgpu {
@@ -41,6 +46,7 @@ struct SimControls {
   uint64_t (*run)() = nullptr;
   uint64_t (*violations)() = nullptr;
   uint64_t (*work_done)() = nullptr;
+  uint64_t (*kernels_run)() = nullptr;
   void (*pause)(int) = nullptr;
   int (*set_faults)(const char*) = nullptr;
   int (*reset_schedule)(uint64_t) = nullptr;
@@ -55,6 +61,7 @@ SimControls Controls() {
   c.run = Sym<uint64_t (*)()>("halsim_host_functions_run");
   c.violations = Sym<uint64_t (*)()>("halsim_api_violations");
   c.work_done = Sym<uint64_t (*)()>("halsim_work_done");
+  c.kernels_run = Sym<uint64_t (*)()>("halsim_kernels_run");
   c.pause = Sym<void (*)(int)>("halsim_pause_host_functions");
   c.set_faults = Sym<int (*)(const char*)>("halsim_set_faults");
   c.reset_schedule = Sym<int (*)(uint64_t)>("halsim_reset_schedule");
@@ -444,6 +451,74 @@ TEST_F(AmdgpuSim, PacketPublishedBeforeItsHeaderIsReported) {
                                  HSA_WAIT_STATE_BLOCKED);
   }
   EXPECT_EQ(s->hsa_queue_destroy(queue), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(s->hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
+}
+
+// AQL lets a packet be published after the doorbell that covers it, as
+// long as that happens before the packet processor gets there: packet 1 is
+// rung while its header is INVALID and the processor is held at packet 0 (a
+// barrier on a closed gate); its header is stored, then the gate opens, and
+// both retire with no queue error. (A processor that read packets at
+// doorbell time would report packet 1.)
+TEST_F(AmdgpuSim, PacketPublishedAfterTheDoorbellRunsWhenReached) {
+  auto syms = LoadHsaSymbols(kSimLibrary);
+  ASSERT_TRUE(syms.ok());
+  const HsaSymbols* s = syms->get();
+  struct Search {
+    const HsaSymbols* syms;
+    hsa_agent_t agent;
+  } search{s, {}};
+  s->hsa_iterate_agents(
+      [](hsa_agent_t agent, void* data) {
+        auto* search = static_cast<Search*>(data);
+        hsa_device_type_t type;
+        search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
+        if (type != HSA_DEVICE_TYPE_GPU) return HSA_STATUS_SUCCESS;
+        search->agent = agent;
+        return HSA_STATUS_INFO_BREAK;
+      },
+      &search);
+  ASSERT_NE(search.agent.handle, 0u);
+  static hsa_status_t reported;
+  reported = HSA_STATUS_SUCCESS;
+  hsa_queue_t* queue = nullptr;
+  ASSERT_EQ(
+      s->hsa_queue_create(
+          search.agent, 64, HSA_QUEUE_TYPE_MULTI,
+          [](hsa_status_t status, hsa_queue_t*, void*) { reported = status; },
+          nullptr, UINT32_MAX, UINT32_MAX, &queue),
+      HSA_STATUS_SUCCESS);
+  hsa_signal_t gate, done;
+  ASSERT_EQ(s->hsa_signal_create(1, 0, nullptr, &gate), HSA_STATUS_SUCCESS);
+  ASSERT_EQ(s->hsa_signal_create(2, 0, nullptr, &done), HSA_STATUS_SUCCESS);
+  const uint16_t barrier = static_cast<uint16_t>(
+      (HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE) |
+      (1u << HSA_PACKET_HEADER_BARRIER));
+  const uint64_t first = s->hsa_queue_add_write_index_screlease(queue, 2);
+  ASSERT_EQ(first, 0u);  // a fresh queue: slots 0 and 1
+  auto* slots = static_cast<hsa_barrier_and_packet_t*>(queue->base_address);
+  slots[0].dep_signal[0] = gate;
+  slots[0].completion_signal = done;
+  slots[1].completion_signal = done;
+  __atomic_store_n(&slots[0].header, barrier, __ATOMIC_RELEASE);
+  s->hsa_signal_store_screlease(queue->doorbell_signal,
+                                static_cast<hsa_signal_value_t>(first + 1));
+  EXPECT_EQ(s->hsa_signal_load_scacquire(done), 2);  // held at packet 0
+  __atomic_store_n(&slots[1].header, barrier, __ATOMIC_RELEASE);
+  s->hsa_signal_store_screlease(gate, 0);
+  // Bounded: a processor that dropped packet 1 would never retire it. The
+  // pauses outlast the simulator's settle window (1 ms), so it steps.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (s->hsa_signal_load_scacquire(done) != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(s->hsa_signal_load_scacquire(done), 0) << "packet 1 never ran";
+  EXPECT_EQ(reported, HSA_STATUS_SUCCESS);
+  ASSERT_NE(s->hsa_queue_load_read_index_scacquire, nullptr);
+  EXPECT_EQ(s->hsa_queue_load_read_index_scacquire(queue), 2u);
+  EXPECT_EQ(s->hsa_queue_destroy(queue), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(s->hsa_signal_destroy(gate), HSA_STATUS_SUCCESS);
   EXPECT_EQ(s->hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
 }
 
@@ -948,6 +1023,346 @@ TEST(AmdgpuSimDeviceLost, QueueOperationsFailAndNothingHangs) {
 
   EXPECT_TRUE(api->MemFreeHost(target).ok());
   EXPECT_TRUE(api->StreamDestroy(stream).ok());
+}
+
+// --- Indirect dispatch: the device library's patch kernel. ---
+
+// The test kernels' "fill" (b0[i] = c0 for i < c1; 64 work-items per
+// workgroup) loaded through the GPU-stream layer.
+struct IndirectFixture {
+  std::shared_ptr<HsaApi> api;
+  gpu::GpuModule module = nullptr;
+  gpu::GpuFunction fill = nullptr;
+  gpu::GpuStream stream = nullptr;
+  gpu::GpuDevicePtr count = 0;  // 3 x uint32, device-local
+  uint32_t* out = nullptr;      // kWords, host memory, zeroed
+  static constexpr uint32_t kWords = 256;
+  uint32_t value = 7, limit = kWords;
+  gpu::GpuDevicePtr out_ptr = 0;
+  void* params[3] = {&out_ptr, &value, &limit};
+  const uint32_t block[3] = {64, 1, 1};
+
+  bool Open(const std::vector<uint8_t>& elf) {
+    api = OpenSimApi();
+    if (!api || !api->SupportsIndirectLaunch()) return false;
+    void* host = nullptr;
+    if (!api->ModuleLoad(elf, &module).ok() ||
+        !api->ModuleGetFunction(module, "fill", &fill).ok() ||
+        !api->StreamCreate(&stream).ok() ||
+        !api->MemAllocDevice(12, &count).ok() ||
+        !api->MemAllocHost(kWords * 4, &host).ok()) {
+      return false;
+    }
+    out = static_cast<uint32_t*>(host);
+    std::memset(out, 0, kWords * 4);
+    out_ptr = reinterpret_cast<gpu::GpuDevicePtr>(out);
+    return true;
+  }
+  // Writes the count on the stream (device-side fills), then dispatches.
+  Status Launch(uint32_t x, uint32_t y, uint32_t z) {
+    HAL_RETURN_IF_ERROR(api->MemsetAsync(count, x, 4, 1, stream));
+    HAL_RETURN_IF_ERROR(api->MemsetAsync(count + 4, y, 4, 1, stream));
+    HAL_RETURN_IF_ERROR(api->MemsetAsync(count + 8, z, 4, 1, stream));
+    return api->LaunchKernelIndirect(fill, count, block, 0, stream, params);
+  }
+  // The number of leading words set to `value`; the rest must be 0.
+  uint32_t Filled() const {
+    uint32_t n = 0;
+    while (n < kWords && out[n] == value) ++n;
+    for (uint32_t i = n; i < kWords; ++i) {
+      if (out[i] != 0) return UINT32_MAX;
+    }
+    return n;
+  }
+  ~IndirectFixture() {
+    if (!api) return;
+    // The stream of the limit test stays failed: destroying it is fine.
+    if (stream) {
+      EXPECT_TRUE(api->StreamDestroy(stream).ok());
+    }
+    if (out) {
+      EXPECT_TRUE(api->MemFreeHost(out).ok());
+    }
+    if (count) {
+      EXPECT_TRUE(api->MemFreeDevice(count).ok());
+    }
+    if (module) {
+      EXPECT_TRUE(api->ModuleUnload(module).ok());
+    }
+  }
+};
+
+std::vector<uint8_t> BasicKernels() {
+  return ReadFile(std::string(HAL_AMDGPU_TEST_KERNELS_DIR) +
+                  "/modules/basic_kernels.hsaco");
+}
+
+#define REQUIRE_INDIRECT(fixture)                                       \
+  REQUIRE_DEVICE_LIBRARY();                                             \
+  std::vector<uint8_t> elf = BasicKernels();                            \
+  if (elf.empty()) GTEST_SKIP() << "basic_kernels.hsaco was not built"; \
+  ASSERT_TRUE(fixture.Open(elf))
+
+// The count is written on the device behind a host function that is held,
+// so when LaunchKernelIndirect returns it does not exist yet (the memory
+// holds the simulator's 0xCD fill, a count far above the limit): the grid
+// can only come from the patch kernel reading it when the stream reaches
+// it, with no host round trip.
+TEST_F(AmdgpuSim, IndirectDispatchReadsTheCountOnTheDevice) {
+  IndirectFixture f;
+  REQUIRE_INDIRECT(f);
+  const uint64_t kernels_before = controls_.kernels_run();
+  controls_.pause(1);
+  ASSERT_TRUE(f.api
+                  ->LaunchHostFunc(
+                      f.stream, [](void*) {}, nullptr)
+                  .ok());
+  Status launched = f.Launch(2, 1, 1);
+  // Nothing after the held host function ran.
+  EXPECT_EQ(controls_.kernels_run(), kernels_before);
+  EXPECT_EQ(f.Filled(), 0u);
+  controls_.pause(0);
+  ASSERT_TRUE(launched.ok()) << launched.ToString();
+  Status synced = f.api->StreamSynchronize(f.stream);
+  ASSERT_TRUE(synced.ok()) << synced.ToString();
+  EXPECT_EQ(f.Filled(), 128u);  // 2 workgroups of 64
+  // Three count fills, the patch and the dispatch.
+  EXPECT_EQ(controls_.kernels_run() - kernels_before, 5u);
+}
+
+// Two indirect dispatches on two streams that share one count buffer, with
+// nothing ordering them, are no race: the patch kernel only reads the count
+// (it declares the packet and its status record as written). Each fills its
+// own output.
+TEST_F(AmdgpuSim, UnorderedIndirectDispatchesMayShareTheirCount) {
+  IndirectFixture f;
+  REQUIRE_INDIRECT(f);
+  gpu::GpuStream other = nullptr;
+  ASSERT_TRUE(f.api->StreamCreate(&other).ok());
+  void* host = nullptr;
+  ASSERT_TRUE(f.api->MemAllocHost(IndirectFixture::kWords * 4, &host).ok());
+  std::memset(host, 0, IndirectFixture::kWords * 4);
+  gpu::GpuDevicePtr other_out = reinterpret_cast<gpu::GpuDevicePtr>(host);
+  uint32_t other_value = 9;
+  void* other_params[3] = {&other_out, &other_value, &f.limit};
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ASSERT_EQ(controls_.reset_schedule(seed), 0);
+    // The count, written and finished before either dispatch.
+    ASSERT_TRUE(f.api->MemsetAsync(f.count, 1, 4, 3, f.stream).ok());
+    ASSERT_TRUE(f.api->StreamSynchronize(f.stream).ok());
+    const uint64_t before = controls_.races();
+    ASSERT_TRUE(f.api
+                    ->LaunchKernelIndirect(f.fill, f.count, f.block, 0,
+                                           f.stream, f.params)
+                    .ok());
+    ASSERT_TRUE(f.api
+                    ->LaunchKernelIndirect(f.fill, f.count, f.block, 0, other,
+                                           other_params)
+                    .ok());
+    ASSERT_TRUE(f.api->StreamSynchronize(f.stream).ok());
+    ASSERT_TRUE(f.api->StreamSynchronize(other).ok());
+    EXPECT_EQ(controls_.races(), before) << "the count is only read";
+    EXPECT_EQ(f.Filled(), 64u);
+    EXPECT_EQ(static_cast<uint32_t*>(host)[63], 9u);
+  }
+  EXPECT_TRUE(f.api->MemFreeHost(host).ok());
+  EXPECT_TRUE(f.api->StreamDestroy(other).ok());
+}
+
+// A zero count in any dimension launches nothing (the patch turns the
+// packet into a barrier); the stream goes on and a later indirect dispatch
+// on it runs.
+TEST_F(AmdgpuSim, IndirectZeroCountLaunchesNothing) {
+  IndirectFixture f;
+  REQUIRE_INDIRECT(f);
+  const uint64_t kernels_before = controls_.kernels_run();
+  ASSERT_TRUE(f.Launch(0, 1, 1).ok());
+  ASSERT_TRUE(f.Launch(3, 0, 1).ok());
+  ASSERT_TRUE(f.Launch(1, 1, 0).ok());
+  Status synced = f.api->StreamSynchronize(f.stream);
+  ASSERT_TRUE(synced.ok()) << synced.ToString();
+  EXPECT_EQ(f.Filled(), 0u);
+  // Nine count fills and three patches; no dispatch.
+  EXPECT_EQ(controls_.kernels_run() - kernels_before, 12u);
+  ASSERT_TRUE(f.Launch(1, 1, 1).ok());
+  ASSERT_TRUE(f.api->StreamSynchronize(f.stream).ok());
+  EXPECT_EQ(f.Filled(), 64u);
+}
+
+// A count above the HAL's limit launches nothing and is the stream's
+// OUT_OF_RANGE error, naming the count; the queue keeps running (a later
+// fill lands) and the error stays.
+TEST_F(AmdgpuSim, IndirectCountAboveTheLimitIsAnError) {
+  IndirectFixture f;
+  REQUIRE_INDIRECT(f);
+  ASSERT_TRUE(f.Launch(1, kMaxWorkgroupCount + 1, 1).ok());
+  Status synced = f.api->StreamSynchronize(f.stream);
+  EXPECT_EQ(synced.code(), StatusCode::kOutOfRange) << synced.ToString();
+  EXPECT_NE(synced.message().find("[1, 65536, 1]"), std::string::npos)
+      << synced.ToString();
+  EXPECT_EQ(f.Filled(), 0u);
+  ASSERT_TRUE(
+      f.api->MemsetAsync(f.out_ptr, 9, 4, IndirectFixture::kWords, f.stream)
+          .ok());
+  EXPECT_EQ(f.api->StreamSynchronize(f.stream).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(f.out[IndirectFixture::kWords - 1], 9u);
+}
+
+// The patch kernel's native build (the code the simulator runs for it),
+// called directly on a packet: a grid that would wrap the packet's uint32
+// grid size (count 2^26 x 64 work-items), with no limit on the count, is
+// recorded and the packet becomes a no-op barrier that keeps its completion
+// signal; a valid count is written and published with the header given.
+TEST(AmdgpuDeviceLibrary, PatchKernelRejectsAGridThatWouldWrap) {
+  void* lib = dlopen(HAL_AMDGPU_DEVICE_LIBRARY_NATIVE, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto patch =
+      reinterpret_cast<hal_sim_kernel_fn>(dlsym(lib, "amdgpu_dispatch_patch"));
+  ASSERT_NE(patch, nullptr);
+  auto run = [&](const uint32_t count[3], uint32_t packet[16],
+                 uint32_t status[4]) {
+    uint8_t* data[3] = {
+        reinterpret_cast<uint8_t*>(packet),
+        reinterpret_cast<uint8_t*>(const_cast<uint32_t*>(count)),
+        reinterpret_cast<uint8_t*>(status)};
+    const uint64_t lengths[3] = {64, 12, 16};
+    const uint32_t flags[3] = {};
+    const uint32_t constants[6] = {
+        64, 1, 1, UINT32_MAX, 0x1234u | (3u << 16), 0x5603u};
+    hal_sim_dispatch_state state{};
+    state.workgroup_begin = 0;
+    state.workgroup_end = 1;
+    state.constant_count = 6;
+    state.constants = constants;
+    state.binding_count = 3;
+    state.binding_data = data;
+    state.binding_lengths = lengths;
+    state.binding_flags = flags;
+    patch(&state);
+    EXPECT_EQ(state.fault, 0u);
+  };
+  uint32_t packet[16], status[4] = {};
+  for (uint32_t i = 0; i < 16; ++i) packet[i] = 0xabab0000u + i;
+  const uint32_t wraps[3] = {1u << 26, 1, 1};
+  run(wraps, packet, status);
+  EXPECT_EQ(packet[0], 0x5603u);  // the no-op header, reserved bits 0
+  for (int i = 1; i < 14; ++i) EXPECT_EQ(packet[i], 0u) << i;
+  EXPECT_EQ(packet[14], 0xabab000eu);  // the completion signal stays
+  EXPECT_EQ(packet[15], 0xabab000fu);
+  EXPECT_EQ(status[0], 1u);
+  EXPECT_EQ(status[1], 1u << 26);
+  // Fits exactly: 2^26 - 1 workgroups of 64.
+  for (uint32_t i = 0; i < 16; ++i) packet[i] = 0xabab0000u + i;
+  const uint32_t fits[3] = {(1u << 26) - 1, 2, 3};
+  run(fits, packet, status);
+  EXPECT_EQ(packet[0], 0x1234u | (3u << 16));
+  EXPECT_EQ(packet[3], ((1u << 26) - 1) * 64);
+  EXPECT_EQ(packet[4], 2u);
+  EXPECT_EQ(packet[5], 3u);
+  EXPECT_EQ(packet[6], 0xabab0006u);  // the rest of the body is untouched
+  EXPECT_EQ(status[1], 1u << 26);     // the first error stays
+  dlclose(lib);
+}
+
+// Through the HAL: a command buffer writes the count with a fill and then
+// dispatches with it; with every host reaction held it runs to the end
+// (the blit fill, the patch and the dispatch), and the submission makes no
+// HSA call but packet writing: the host-read path (GpuApi without an
+// indirect launch) would read the count back through a bounce allocation
+// (hsa_amd_memory_pool_allocate) and wait for it. The semaphore is
+// signalled only once the host may react.
+TEST_F(AmdgpuSim, IndirectDispatchInACommandBufferRunsWithTheHostHeld) {
+  REQUIRE_DEVICE_LIBRARY();
+  std::vector<uint8_t> elf = BasicKernels();
+  if (elf.empty()) GTEST_SKIP() << "basic_kernels.hsaco was not built";
+  Ref<Device> device = OpenSimDevice();
+  ASSERT_TRUE(device);
+  auto cache = device->CreateExecutableCache();
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  ExecutableData data;
+  data.format = ExecutableFormat::kAmdgpuCodeObject;
+  ExecutableModule m;
+  m.code = elf;
+  m.isa = "amdgcn-amd-amdhsa--gfx90a";
+  data.modules.push_back(m);
+  FunctionInfo fn;
+  fn.name = "fill";
+  fn.workgroup_size[0] = 64;
+  fn.binding_count = 1;
+  fn.constant_count = 2;
+  fn.binding_flags.assign(1, BindingFlags::kNone);
+  data.functions.push_back(fn);
+  std::vector<uint8_t> bytes = SerializeExecutable(data);
+  ExecutableParams params;
+  params.data = bytes;
+  auto exe = (*cache)->Prepare(params);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+
+  BufferParams device_params;
+  device_params.type = MemoryType::kDeviceLocal;
+  device_params.usage = BufferUsage::kDefault;
+  auto count = device->allocator()->AllocateBuffer(device_params, 12);
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  constexpr uint32_t kWords = 256;
+  auto out = device->allocator()->AllocateBuffer(HostParams(), kWords * 4);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE((*out)->MapZero(0, kWords * 4).ok());
+  auto cb = device->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                        CommandCategory::kAny, 1, 0);
+  ASSERT_TRUE(cb.ok()) << cb.status().ToString();
+  const uint32_t three = 3;  // {3, 3, 3}: grid 3 x 3 x 3 of 64 items
+  BufferRef indirect = BufferRef::Direct(count->get());
+  BufferRef binding = BufferRef::Direct(out->get());
+  const uint32_t constants[] = {5, 192};  // fill b0[i] = 5 for i < 192
+  DispatchParams p;
+  p.executable = exe->get();
+  p.entry_point = 0;
+  p.constants = constants;
+  p.bindings = {&binding, 1};
+  p.indirect_workgroup_count = &indirect;
+  ASSERT_TRUE((*cb)->Begin().ok());
+  ASSERT_TRUE((*cb)->FillBuffer(indirect, &three, 4).ok());
+  ASSERT_TRUE((*cb)->ExecutionBarrier().ok());
+  ASSERT_TRUE((*cb)->Dispatch(p).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+
+  auto s = device->CreateSemaphore(0);
+  ASSERT_TRUE(s.ok());
+  SemaphorePoint s1{s->get(), 1};
+  const uint64_t kernels_before = controls_.kernels_run();
+  static std::atomic<int> allocations;
+  allocations = 0;
+  SetHsaFaultHook([](std::string_view call) {
+    if (call == "hsa_amd_memory_pool_allocate") ++allocations;
+    return HSA_STATUS_SUCCESS;
+  });
+  controls_.pause(1);
+  Status submitted = device->QueueExecute(1, {}, {&s1, 1}, cb->get());
+  SetHsaFaultHook(nullptr);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (controls_.kernels_run() - kernels_before < 3 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const uint64_t kernels = controls_.kernels_run() - kernels_before;
+  const uint64_t signalled = *(*s)->Query();
+  controls_.pause(0);
+  ASSERT_TRUE(submitted.ok()) << submitted.ToString();
+  EXPECT_EQ(kernels, 3u)
+      << "the fill, the patch and the dispatch did not all run while the "
+         "host was held";
+  EXPECT_EQ(signalled, 0u);  // the host had not reacted yet
+  EXPECT_EQ(allocations.load(), 0)
+      << "the submission allocated host memory: a host read of the count";
+  ASSERT_TRUE((*s)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
+  uint32_t got[kWords];
+  ASSERT_TRUE((*out)->MapRead(0, got, sizeof(got)).ok());
+  for (uint32_t i = 0; i < kWords; ++i) {
+    // 27 workgroups of 64 cover [0, 192) (the kernel stops at c1; the
+    // workgroups past x = 2 write the same words again).
+    EXPECT_EQ(got[i], i < 192 ? 5u : 0u) << i;
+  }
 }
 
 // Debian's real library: every required symbol resolves. Skips when the
