@@ -434,8 +434,11 @@ class MetalExecutableCache final : public ExecutableCache {
   StatusOr<Ref<Executable>> PrepareImpl(ExecutableData data,
                                         std::vector<uint32_t> constants) override {
     if (!constants.empty()) {
-      return UnimplementedError("Metal: specialization constants (MSL function constants) are not "
-                                "written yet");
+      // MTLFunctionConstantValues would carry them; nothing here can check
+      // that they reach a kernel (docs/drivers/metal.md).
+      return UnimplementedError(
+          "Metal: specialization constants (MSL function constants) are not implemented "
+          "(docs/drivers/metal.md, 'What is not done')");
     }
     @autoreleasepool {
       std::vector<id<MTLLibrary>> libraries;
