@@ -64,7 +64,9 @@ struct AllocatorStatistics {
 class Allocator : public RefCounted {
  public:
   // Called exactly once when an imported buffer is destroyed. Never called
-  // when the import fails (the caller keeps ownership then).
+  // when the import fails (the caller keeps ownership then). A driver whose
+  // submitted work holds the memory past the last reference (Metal) calls it
+  // once that work completed, possibly on the driver's completion thread.
   using ReleaseCallback = std::function<void()>;
 
   // Whether buffers with `params` and `size` can be allocated/imported here.
@@ -89,7 +91,9 @@ class Allocator : public RefCounted {
   // Wraps caller-owned host memory. `params.type` must be HOST_VISIBLE (the
   // memory is host memory); `ptr` may be null only when `size` is 0; it must
   // satisfy `params.min_alignment`; [ptr, ptr+size) must not wrap the address
-  // space (INVALID_ARGUMENT otherwise).
+  // space (INVALID_ARGUMENT otherwise). A driver may need more, also
+  // INVALID_ARGUMENT with the reason: Metal wraps whole pages, so `ptr` and
+  // a nonzero `size` must be multiples of the host page size.
   StatusOr<Ref<Buffer>> ImportHostAllocation(const BufferParams& params,
                                              void* ptr, DeviceSize size,
                                              ReleaseCallback release);

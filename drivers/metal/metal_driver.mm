@@ -27,6 +27,9 @@
 //     constants at index 30, the export's workgroup size per threadgroup).
 #import "Metal/Metal.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -84,21 +87,28 @@ class MetalAllocator;
 
 class MetalBuffer final : public Buffer {
  public:
-  // A buffer without memory yet (Commit makes its MTLBuffer).
-  MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment)
-      : Buffer(params), device_([device retain]), alignment_(alignment) {}
+  // A buffer without memory yet (Commit makes its MTLBuffer). `managed`:
+  // host-visible memory is Managed storage (two copies) instead of Shared.
+  MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment, bool managed)
+      : Buffer(params),
+        device_([device retain]),
+        alignment_(alignment),
+        managed_(managed && AllOf(params.memory_type, MemoryType::kHostVisible)),
+        coherent_(AllOf(params.memory_type, MemoryType::kHostCoherent)) {}
 
-  // Makes the MTLBuffer: Shared storage for host-visible memory, Private
-  // for device-only memory. Above a page (where every MTLBuffer starts), the
-  // host address tells where the aligned start is; a Private buffer has
-  // none (its GPU address is not declared here), so it stays page aligned
-  // (docs/drivers/metal.md). Does nothing when committed already.
+  // Makes the MTLBuffer: Shared (or Managed) storage for host-visible
+  // memory, Private for device-only memory. Above a page (where every
+  // MTLBuffer starts), the host address tells where the aligned start is; a
+  // Private buffer has none (its GPU address is not declared here), so it
+  // stays page aligned (docs/drivers/metal.md). Does nothing when committed
+  // already.
   Status Commit() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (buffer_) return OkStatus();
     const bool host_visible = AllOf(memory_type(), MemoryType::kHostVisible);
     const MTLResourceOptions options =
-        host_visible ? MTLResourceStorageModeShared : MTLResourceStorageModePrivate;
+        !host_visible ? MTLResourceStorageModePrivate
+                      : (managed_ ? MTLResourceStorageModeManaged : MTLResourceStorageModeShared);
     const DeviceSize pad = host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
     @autoreleasepool {
       buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad) options:options];
@@ -115,6 +125,12 @@ class MetalBuffer final : public Buffer {
     allocator()->RecordAllocate(memory_type(), byte_length());
     return OkStatus();
   }
+  // An imported MTLBuffer (+1, taken over): live, not counted as allocated.
+  void AdoptImported(id<MTLBuffer> buffer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    buffer_ = buffer;
+    imported_ = true;
+  }
   // The MTLBuffer (autoreleased: call inside @autoreleasepool), or nil
   // before the commit and after a queue_dealloca released it.
   id<MTLBuffer> mtl() const {
@@ -125,17 +141,35 @@ class MetalBuffer final : public Buffer {
     std::lock_guard<std::mutex> lock(mutex_);
     return offset_;
   }
+  bool managed() const { return managed_; }
+  // An empty import's release callback, run when the buffer goes.
+  void set_release(Allocator::ReleaseCallback release) { release_ = std::move(release); }
+  // Before a command buffer that uses a Managed, HOST_COHERENT buffer is
+  // committed: the bytes of write mappings still open may hold host writes
+  // the GPU must see (coherent memory is never flushed), so they are
+  // announced with didModifyRange:. Closed mappings were announced when
+  // they were unmapped.
+  void AnnounceOpenWrites() {
+    if (!managed_ || !coherent_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!buffer_) return;
+    for (const auto& [offset, length] : open_writes_) {
+      if (length) [buffer_ didModifyRange:NSMakeRange(offset_ + offset, length)];
+    }
+  }
   // queue_dealloca: releases the MTLBuffer (command buffers that use it
   // keep it until they complete, as Metal does).
   void Decommit() {
     id<MTLBuffer> buffer;
+    bool imported;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       buffer = buffer_;
       buffer_ = nil;
+      imported = imported_;
     }
     if (!buffer) return;
-    allocator()->RecordFree(memory_type(), byte_length());
+    if (!imported) allocator()->RecordFree(memory_type(), byte_length());
     @autoreleasepool {
       [buffer release];
     }
@@ -145,6 +179,7 @@ class MetalBuffer final : public Buffer {
   ~MetalBuffer() override {
     Decommit();
     [device_ release];
+    if (release_) release_();
   }
   StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -158,24 +193,63 @@ class MetalBuffer final : public Buffer {
       return FailedPreconditionError(
           "Metal: a Private (device-only) MTLBuffer has no contents to map");
     }
+    if (managed_ && Any(access & MemoryAccess::kWrite)) open_writes_.emplace(offset, length);
     return static_cast<uint8_t*>(p) + offset_ + offset;
   }
-  Status UnmapImpl(DeviceSize, DeviceSize, MemoryAccess) override { return OkStatus(); }
-  // Shared storage is coherent: nothing to flush or invalidate.
-  Status FlushImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
+  // Managed and coherent: the host's writes are announced when the mapping
+  // ends (non-coherent memory was flushed by Buffer::Unmap already).
+  Status UnmapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) override {
+    if (!managed_ || !Any(access & MemoryAccess::kWrite)) return OkStatus();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = open_writes_.find({offset, length});
+    if (it != open_writes_.end()) open_writes_.erase(it);
+    if (coherent_ && buffer_ && length) {
+      [buffer_ didModifyRange:NSMakeRange(offset_ + offset, length)];
+    }
+    return OkStatus();
+  }
+  // Shared storage is coherent: nothing to flush or invalidate. Managed
+  // storage: a flush announces the host's writes; nothing to invalidate,
+  // because every command buffer that writes a Managed buffer ends with a
+  // synchronizeResource: of it (Encoder::SynchronizeManaged), so the host
+  // copy is current once the work completed.
+  Status FlushImpl(DeviceSize offset, DeviceSize length) override {
+    if (!managed_ || !length) return OkStatus();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (buffer_) [buffer_ didModifyRange:NSMakeRange(offset_ + offset, length)];
+    return OkStatus();
+  }
   Status InvalidateImpl(DeviceSize, DeviceSize) override { return OkStatus(); }
 
  private:
   id<MTLDevice> device_;  // retained
   const DeviceSize alignment_;
+  const bool managed_, coherent_;
   mutable std::mutex mutex_;
   id<MTLBuffer> buffer_ = nil;  // retained; nil before Commit, after Decommit
   DeviceSize offset_ = 0;
+  bool imported_ = false;
+  // Managed: the (offset, length) of the write mappings open now.
+  std::multiset<std::pair<DeviceSize, DeviceSize>> open_writes_;
+  Allocator::ReleaseCallback release_;
 };
+
+// What an import's deallocator block holds: the HAL release callback, run
+// once when Metal deallocates the MTLBuffer (after the last command buffer
+// that used it completed), on whichever thread releases it last.
+struct ImportRelease {
+  Allocator::ReleaseCallback release;
+};
+
+DeviceSize HostPageSize() {
+  static const DeviceSize page = static_cast<DeviceSize>(sysconf(_SC_PAGESIZE));
+  return page;
+}
 
 class MetalAllocator final : public Allocator {
  public:
-  explicit MetalAllocator(id<MTLDevice> device) : device_([device retain]) {}
+  MetalAllocator(id<MTLDevice> device, bool managed)
+      : device_([device retain]), managed_(managed) {}
   ~MetalAllocator() override { [device_ release]; }
 
   // A buffer in the kReserved state, without memory (queue_alloca).
@@ -183,7 +257,7 @@ class MetalAllocator final : public Allocator {
     HAL_RETURN_IF_ERROR(CheckAllocationSize(params, size, [device_ recommendedMaxWorkingSetSize],
                                             /*host_backed=*/false));
     Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
-    return Ref<Buffer>::Adopt(new MetalBuffer(p, device_, params.min_alignment));
+    return Ref<Buffer>::Adopt(new MetalBuffer(p, device_, params.min_alignment, managed_));
   }
 
  protected:
@@ -197,14 +271,17 @@ class MetalAllocator final : public Allocator {
         r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
       }
     }
-    // Shared storage is what the host sees: coherent on Apple silicon.
-    if (AllOf(r.type, MemoryType::kHostVisible)) {
-      r.type |= MemoryType::kHostCoherent;
-    }
+    // Shared storage is what the host sees: coherent on Apple silicon. On a
+    // managed device, host-visible memory is Managed storage, coherent only
+    // when asked for (the driver announces and synchronizes for it).
+    const bool host_visible = AllOf(r.type, MemoryType::kHostVisible);
+    if (host_visible && !managed_) r.type |= MemoryType::kHostCoherent;
     r.type |= MemoryType::kDeviceVisible;
     if (r.min_alignment < kDefaultAlignment) r.min_alignment = kDefaultAlignment;
     *out_resolved = r;
-    return BufferCompatibility::kAllocatable;
+    // Host memory imports as Shared storage (newBufferWithBytesNoCopy:).
+    return host_visible ? BufferCompatibility::kAllocatable | BufferCompatibility::kImportable
+                        : BufferCompatibility::kAllocatable;
   }
   StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params, DeviceSize size) override {
     HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer, Reserve(params, size));
@@ -212,14 +289,65 @@ class MetalAllocator final : public Allocator {
     buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
     return buffer;
   }
-  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams&, void*, DeviceSize,
-                                                 ReleaseCallback) override {
-    return UnimplementedError("Metal: host-allocation import (newBufferWithBytesNoCopy:) is not "
-                              "written yet (docs/drivers/metal.md)");
+  // newBufferWithBytesNoCopy: wraps whole pages, so the pointer and the
+  // length must be page aligned; the release callback becomes the
+  // deallocator, which Metal runs when the MTLBuffer is deallocated (not
+  // when the HAL buffer goes: command buffers in flight keep it).
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams& params, void* ptr,
+                                                 DeviceSize size,
+                                                 ReleaseCallback release) override {
+    BufferParams p = params;
+    p.type |= MemoryType::kHostCoherent;  // Shared storage
+    p.min_alignment = std::max<DeviceSize>(p.min_alignment, kDefaultAlignment);
+    Buffer::Params bp = MakeBufferParams(p, size, BufferState::kLive);
+    const DeviceSize page = HostPageSize();
+    if (size == 0) {
+      // Metal has no empty no-copy buffer: an empty Shared one, as an empty
+      // allocation gets; the memory (none) is released with the buffer.
+      auto* buffer = new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
+      Ref<Buffer> ref = Ref<Buffer>::Adopt(buffer);
+      id<MTLBuffer> empty;
+      @autoreleasepool {
+        empty = [device_ newBufferWithLength:0 options:MTLResourceStorageModeShared];
+      }
+      if (!empty) return ResourceExhaustedError("Metal: newBufferWithLength:0 returned nil");
+      buffer->AdoptImported(empty);
+      buffer->set_release(std::move(release));
+      RecordImport();
+      return ref;
+    }
+    if (reinterpret_cast<uintptr_t>(ptr) % page != 0 || size % page != 0) {
+      return InvalidArgumentError(
+          "Metal: host import wraps whole pages (newBufferWithBytesNoCopy:): the pointer and "
+          "the length must be multiples of the %llu-byte page; got %p + %llu bytes",
+          (unsigned long long)page, ptr, (unsigned long long)size);
+    }
+    auto* state = new ImportRelease{std::move(release)};
+    id<MTLBuffer> wrapped;
+    @autoreleasepool {
+      wrapped = [device_ newBufferWithBytesNoCopy:ptr
+                                           length:(NSUInteger)size
+                                          options:MTLResourceStorageModeShared
+                                      deallocator:^(void*, NSUInteger) {
+                                        if (state->release) state->release();
+                                        delete state;
+                                      }];
+    }
+    if (!wrapped) {
+      // No buffer, no deallocator call: the caller keeps the memory.
+      delete state;
+      return InvalidArgumentError("Metal: newBufferWithBytesNoCopy:%p length:%llu returned nil",
+                                  ptr, (unsigned long long)size);
+    }
+    auto* buffer = new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
+    buffer->AdoptImported(wrapped);
+    RecordImport();
+    return Ref<Buffer>::Adopt(buffer);
   }
 
  private:
   id<MTLDevice> device_;  // retained
+  const bool managed_;
 };
 
 // ---------------------------------------------------------------------------
@@ -306,8 +434,11 @@ class MetalExecutableCache final : public ExecutableCache {
   StatusOr<Ref<Executable>> PrepareImpl(ExecutableData data,
                                         std::vector<uint32_t> constants) override {
     if (!constants.empty()) {
-      return UnimplementedError("Metal: specialization constants (MSL function constants) are not "
-                                "written yet");
+      // MTLFunctionConstantValues would carry them; nothing here can check
+      // that they reach a kernel (docs/drivers/metal.md).
+      return UnimplementedError(
+          "Metal: specialization constants (MSL function constants) are not implemented "
+          "(docs/drivers/metal.md, 'What is not done')");
     }
     @autoreleasepool {
       std::vector<id<MTLLibrary>> libraries;
@@ -391,6 +522,7 @@ class Encoder {
               size_t pattern_length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
+    Wrote(tb);
     id<MTLBuffer> t = tb->mtl();
     offset += tb->offset();
     uint8_t bytes[4];
@@ -424,6 +556,7 @@ class Encoder {
   Status Update(const uint8_t* data, Buffer* target, DeviceSize offset, DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
+    Wrote(tb);
     id<MTLBuffer> t = tb->mtl();
     offset += tb->offset();
     HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(length));
@@ -438,6 +571,7 @@ class Encoder {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * s, Mtl(source));
     HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
+    Wrote(t);
     [Blit() copyFromBuffer:s->mtl()
               sourceOffset:s->offset() + source_offset
                   toBuffer:t->mtl()
@@ -450,6 +584,7 @@ class Encoder {
   Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset, DeviceSize length) {
     if (length == 0) return OkStatus();
     HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
+    Wrote(t);
     [Blit() copyFromBuffer:staging
               sourceOffset:0
                   toBuffer:t->mtl()
@@ -468,6 +603,14 @@ class Encoder {
     return OkStatus();
   }
 
+  // After the work: a synchronizeResource: of every Managed buffer it
+  // wrote, so that the host's copy is current when the operation's signals
+  // are reached (Metal copies the GPU's copy back only when asked).
+  void SynchronizeManaged() {
+    for (id<MTLBuffer> b : written_managed_) [Blit() synchronizeResource:b];
+    written_managed_.clear();
+  }
+
   Status Commands(CommandBuffer* command_buffer, BindingTable table) {
     for (const Command& command : command_buffer->commands()) {
       HAL_RETURN_IF_ERROR(std::visit([&](const auto& c) { return Encode(c, table); }, command));
@@ -476,6 +619,8 @@ class Encoder {
   }
 
  private:
+  // The Metal buffer behind `buffer`, with the host writes of its open
+  // coherent mappings announced (MetalBuffer::AnnounceOpenWrites).
   static StatusOr<MetalBuffer*> Mtl(Buffer* buffer) {
     auto* b = dynamic_cast<MetalBuffer*>(buffer->allocated_buffer());
     if (!b) return InvalidArgumentError("Metal: a buffer of another driver");
@@ -484,7 +629,16 @@ class Encoder {
           "Metal: the buffer has no memory: not committed (order the use "
           "after its queue_alloca) or released by a queue_dealloca");
     }
+    b->AnnounceOpenWrites();
     return b;
+  }
+  void Wrote(MetalBuffer* b) {
+    if (!b->managed()) return;
+    id<MTLBuffer> m = b->mtl();
+    for (id<MTLBuffer> w : written_managed_) {
+      if (w == m) return;
+    }
+    written_managed_.push_back(m);
   }
   // A Shared buffer (+1) of `n` bytes; the command buffer keeps it alive.
   StatusOr<id<MTLBuffer>> Staging(DeviceSize n) {
@@ -545,6 +699,7 @@ class Encoder {
           ResolvedRef r,
           utils::ResolveBufferRef(c.bindings[i], table, c.bindings[i].length, "dispatch binding"));
       HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
+      if (!f.binding_read_only(static_cast<uint32_t>(i))) Wrote(b);
       [e setBuffer:b->mtl() offset:b->offset() + r.offset atIndex:i];
     }
     if (!c.constants.empty()) {
@@ -573,6 +728,7 @@ class Encoder {
   id<MTLCommandBuffer> cb_;
   id<MTLBlitCommandEncoder> blit_ = nil;        // autoreleased
   id<MTLComputeCommandEncoder> compute_ = nil;  // autoreleased
+  std::vector<id<MTLBuffer>> written_managed_;  // autoreleased
 };
 
 // ---------------------------------------------------------------------------
@@ -608,7 +764,7 @@ struct MetalOp {
 class MetalDevice final : public Device {
  public:
   static StatusOr<Ref<Device>> Create(const DeviceUri& uri) {
-    HAL_RETURN_IF_ERROR(uri.CheckKnownParams({"queues"}));
+    HAL_RETURN_IF_ERROR(uri.CheckKnownParams({"queues", "managed"}));
     HAL_ASSIGN_OR_RETURN(uint64_t queues, uri.GetUint("queues", 1, 1, 64));
     @autoreleasepool {
       id<MTLDevice> device = MTLCreateSystemDefaultDevice();
@@ -616,13 +772,21 @@ class MetalDevice final : public Device {
         return UnavailableError("Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
                                 "device)");
       }
+      // Managed storage where the GPU has its own memory (an Intel Mac with
+      // a discrete GPU); `managed=1` selects it anywhere (the simulated
+      // framework gives Managed buffers two copies either way).
+      StatusOr<bool> managed = uri.GetBool("managed", ![device hasUnifiedMemory]);
+      if (!managed.ok()) {
+        [device release];
+        return managed.status();
+      }
       DeviceInfo info;
       info.driver = "metal";
       info.name = [[device name] UTF8String];
       info.uri = "metal:0";
       info.memory_bytes = [device recommendedMaxWorkingSetSize];
       info.queue_count = static_cast<int>(queues);
-      Ref<Allocator> allocator = Ref<Allocator>::Adopt(new MetalAllocator(device));
+      Ref<Allocator> allocator = Ref<Allocator>::Adopt(new MetalAllocator(device, *managed));
       auto* d = new MetalDevice(std::move(info), std::move(allocator), device);
       [device release];
       return Ref<Device>::Adopt(d);
@@ -954,6 +1118,7 @@ class MetalDevice final : public Device {
     {
       Encoder encoder(device_, op->cb);
       HAL_RETURN_IF_ERROR(op->encode(encoder));
+      encoder.SynchronizeManaged();
     }
     op->encode = nullptr;
     if (!op->host_signals) {

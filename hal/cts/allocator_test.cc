@@ -1,5 +1,8 @@
 // CTS: allocators: compatibility, parameters, alignment, import, statistics.
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +13,25 @@ namespace hal::cts {
 namespace {
 
 class Allocator : public CtsTest {};
+
+// Host memory of whole pages, which every driver can import (Metal's
+// newBufferWithBytesNoCopy: wraps nothing smaller).
+class PageMemory {
+ public:
+  explicit PageMemory(size_t pages)
+      : size_(pages * Page()),
+        data_(static_cast<uint8_t*>(std::aligned_alloc(Page(), size_))) {}
+  ~PageMemory() { std::free(data_); }
+  PageMemory(const PageMemory&) = delete;
+  PageMemory& operator=(const PageMemory&) = delete;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  static size_t Page() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+ private:
+  size_t size_;
+  uint8_t* data_;
+};
 
 TEST_F(Allocator, QueryCompatibilityAllocatable) {
   for (const BufferParams& params : {HostParams(), DeviceParams()}) {
@@ -118,12 +140,14 @@ TEST_F(Allocator, MinAlignmentHonoured) {
 
 TEST_F(Allocator, ImportAliasesHostMemory) {
   CTS_REQUIRE_TAG(kTagImport);
-  alignas(64) uint8_t memory[256];
-  for (int i = 0; i < 256; ++i) memory[i] = static_cast<uint8_t>(i);
+  PageMemory page(1);
+  uint8_t* memory = page.data();
+  ASSERT_NE(memory, nullptr);
+  for (size_t i = 0; i < page.size(); ++i) memory[i] = static_cast<uint8_t>(i);
   CTS_ASSERT_OK_AND_ASSIGN(Ref<::hal::Buffer> buffer,
                            allocator()->ImportHostAllocation(
-                               HostParams(), memory, sizeof(memory), nullptr));
-  EXPECT_EQ(buffer->byte_length(), sizeof(memory));
+                               HostParams(), memory, page.size(), nullptr));
+  EXPECT_EQ(buffer->byte_length(), page.size());
   EXPECT_TRUE(AllOf(buffer->memory_type(), MemoryType::kHostVisible));
   uint8_t read[16];
   CTS_ASSERT_OK(buffer->MapRead(100, read, sizeof(read)));
@@ -137,7 +161,9 @@ TEST_F(Allocator, ImportAliasesHostMemory) {
 
 TEST_F(Allocator, ImportReleaseRunsExactlyOnce) {
   CTS_REQUIRE_TAG(kTagImport);
-  std::vector<uint8_t> memory(4096, 0x5A);
+  PageMemory memory(1);
+  ASSERT_NE(memory.data(), nullptr);
+  std::memset(memory.data(), 0x5A, memory.size());
   auto calls = std::make_shared<std::atomic<int>>(0);
   uint64_t imports_before = allocator()->statistics().imports;
   {
@@ -155,9 +181,10 @@ TEST_F(Allocator, ImportReleaseRunsExactlyOnce) {
 
 TEST_F(Allocator, ImportReleaseWaitsForLastSubspan) {
   CTS_REQUIRE_TAG(kTagImport);
-  std::vector<uint8_t> memory(1024);
+  PageMemory memory(1);
+  ASSERT_NE(memory.data(), nullptr);
   for (size_t i = 0; i < memory.size(); ++i)
-    memory[i] = static_cast<uint8_t>(i * 3);
+    memory.data()[i] = static_cast<uint8_t>(i * 3);
   auto calls = std::make_shared<std::atomic<int>>(0);
   Ref<::hal::Buffer> sub;
   {

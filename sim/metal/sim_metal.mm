@@ -6,6 +6,17 @@
 //     encoder, an encoded event, or commit; nothing encoded after commit;
 //     commit once; encoder calls after endEncoding;
 //   * `contents` of a Private buffer is NULL;
+//   * a Managed buffer has two copies, as on a Mac with its own GPU memory:
+//     `contents` is the CPU's, GPU commands use the GPU's; didModifyRange:
+//     copies CPU -> GPU, a blit synchronizeResource: GPU -> CPU. A GPU
+//     command that reads bytes the CPU changed since they were last
+//     synchronized is a violation (the framework keeps a snapshot of the
+//     CPU copy as of the last synchronization and compares it when the
+//     command runs); a CPU read of GPU writes without synchronizeResource:
+//     cannot be seen here, but reads the stale copy, as real hardware does;
+//   * newBufferWithBytesNoCopy: a page-aligned pointer and a nonzero length
+//     that is a multiple of the page (4 KiB here); the deallocator runs when
+//     the buffer is deallocated;
 //   * blit fill: a nonempty range inside the buffer whose start and length
 //     are multiples of 4 (macOS); blit copy: nonempty, inside both buffers;
 //   * retain/release balance: a release past zero (or a retain of a
@@ -27,8 +38,10 @@
 
 #include <Block.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -136,9 +149,11 @@ std::deque<HalSimMTLObject*>& Zombies() {
 namespace {
 // MTLBuffers start on a page (4 KiB on Intel Macs, 16 KiB on Apple silicon).
 constexpr size_t kBufferAlignment = 4096;
+// Shared storage is one copy both sides use; Private and the GPU's copy of
+// Managed storage are device memory.
 engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   engine::MemoryKind kind =
-      mode == MTLStorageModePrivate ? engine::MemoryKind::kDevice : engine::MemoryKind::kManaged;
+      mode == MTLStorageModeShared ? engine::MemoryKind::kManaged : engine::MemoryKind::kDevice;
   return E().Allocate(n, kind, kBufferAlignment, out);
 }
 }  // namespace
@@ -149,10 +164,22 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
 @interface HalSimMTLBuffer : HalSimMTLObject <MTLBuffer> {
  @public
   id<MTLDevice> device_;  // retained
-  uint8_t* base_;
+  uint8_t* base_;         // what GPU commands use (the GPU's copy)
   NSUInteger length_;
   MTLStorageMode mode_;
+  // Managed: the CPU's copy (`contents`), and the CPU copy as of the last
+  // synchronization in either direction; both under `sync_`.
+  uint8_t* host_;
+  std::vector<uint8_t>* synced_;
+  std::mutex* sync_;
+  // newBufferWithBytesNoCopy: the caller's memory (base_ or host_),
+  // registered with the engine when GPU commands use it, and the
+  // deallocator (Block_copy'd, may be nil).
+  BOOL no_copy_;
+  void (^deallocator_)(void*, NSUInteger);
 }
+- (void)simCheckGpuRead:(NSUInteger)offset length:(NSUInteger)length what:(const char*)what;
+- (void)simSynchronize;
 @end
 
 @implementation HalSimMTLBuffer
@@ -166,18 +193,59 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   return length_;
 }
 - (void*)contents {
-  return mode_ == MTLStorageModePrivate ? nullptr : base_;
+  if (mode_ == MTLStorageModePrivate) return nullptr;
+  return mode_ == MTLStorageModeManaged ? host_ : base_;
 }
 - (void)didModifyRange:(NSRange)range {
   if (mode_ != MTLStorageModeManaged) {
     Violation("didModifyRange: on a buffer that is not Managed");
-  } else if (range.location + range.length > length_) {
+  } else if (range.location > length_ || range.length > length_ - range.location) {
     Violation("didModifyRange: range [%lu, +%lu) outside a %lu-byte buffer",
               (unsigned long)range.location, (unsigned long)range.length, (unsigned long)length_);
+  } else if (range.length) {
+    std::lock_guard<std::mutex> lock(*sync_);
+    std::memcpy(base_ + range.location, host_ + range.location, range.length);
+    std::memcpy(synced_->data() + range.location, host_ + range.location, range.length);
   }
 }
+// Runs in a GPU command, before it reads [offset, +length) of the buffer.
+- (void)simCheckGpuRead:(NSUInteger)offset length:(NSUInteger)length what:(const char*)what {
+  if (mode_ != MTLStorageModeManaged || offset >= length_) return;
+  length = std::min<NSUInteger>(length, length_ - offset);
+  std::lock_guard<std::mutex> lock(*sync_);
+  for (NSUInteger i = offset; i < offset + length; ++i) {
+    if (host_[i] != (*synced_)[i]) {
+      Violation("%s reads byte %lu of a Managed buffer that the CPU wrote without "
+                "didModifyRange: (the GPU reads its own, stale copy)",
+                what, (unsigned long)i);
+      return;
+    }
+  }
+}
+// The GPU's copy to the CPU's (a blit synchronizeResource: when it runs).
+- (void)simSynchronize {
+  if (mode_ != MTLStorageModeManaged || length_ == 0) return;
+  std::lock_guard<std::mutex> lock(*sync_);
+  std::memcpy(host_, base_, length_);
+  std::memcpy(synced_->data(), base_, length_);
+}
 - (void)simTeardown {
-  if (base_) E().Free(reinterpret_cast<uintptr_t>(base_), /*host=*/false);
+  const bool gpu_is_caller_memory = no_copy_ && mode_ != MTLStorageModeManaged;
+  if (base_) {
+    // Caller memory is unregistered, engine memory freed.
+    if (gpu_is_caller_memory) {
+      E().Unregister(reinterpret_cast<uintptr_t>(base_));
+    } else {
+      E().Free(reinterpret_cast<uintptr_t>(base_), /*host=*/false);
+    }
+  }
+  if (host_ && !no_copy_) E().Free(reinterpret_cast<uintptr_t>(host_), /*host=*/true);
+  delete synced_;
+  delete sync_;
+  if (deallocator_) {
+    deallocator_(no_copy_ ? (mode_ == MTLStorageModeManaged ? host_ : base_) : nullptr, length_);
+    Block_release(deallocator_);
+  }
   [device_ release];
 }
 @end
@@ -474,10 +542,32 @@ struct CommandBufferState {
   op.bytes = size;
   op.write = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
   op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
-  op.run = E().CopyWork(buffer_->state_->domain.get(),
-                        reinterpret_cast<uintptr_t>(t->base_) + target_offset,
-                        reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
+  op.run = [s, source_offset, size,
+            copy = E().CopyWork(buffer_->state_->domain.get(),
+                                reinterpret_cast<uintptr_t>(t->base_) + target_offset,
+                                reinterpret_cast<uintptr_t>(s->base_) + source_offset, size)] {
+    [s simCheckGpuRead:source_offset length:size what:"a blit copy"];
+    copy();
+  };
   [buffer_ simAddOp:std::move(op) retaining:source also:target];
+}
+- (void)synchronizeResource:(id<MTLResource>)resource {
+  if (![self simLive:"synchronizeResource:"]) return;
+  auto* b = (HalSimMTLBuffer*)resource;
+  if (!b || b->mode_ != MTLStorageModeManaged) {
+    // Apple: "does nothing" for other storage modes; a driver that issues
+    // it for them wastes a blit, which is not an error.
+    return;
+  }
+  engine::Op op;
+  op.name = "mtl.synchronize";
+  op.bytes = b->length_;
+  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(b->base_), b->length_);
+  engine::Domain* domain = buffer_->state_->domain.get();
+  op.run = [b, domain] {
+    if (!domain->failed()) [b simSynchronize];
+  };
+  [buffer_ simAddOp:std::move(op) retaining:resource also:nil];
 }
 - (void)endEncoding {
   if (![self simLive:"endEncoding"]) return;
@@ -597,8 +687,13 @@ struct CommandBufferState {
   engine::Op op;
   op.name = "mtl.dispatch";
   op.more_writes = std::move(ranges);
-  op.run = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
-                          std::move(pointers), std::move(constants));
+  op.run = [reads = [self simManagedReads],
+            work = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
+                                  std::move(pointers), std::move(constants))] {
+    for (const auto& [b, offset] : reads)
+      [b simCheckGpuRead:offset length:b->length_ what:"a dispatch"];
+    work();
+  };
   [self simAdd:std::move(op)];
 }
 - (void)dispatchThreadgroupsWithIndirectBuffer:(id<MTLBuffer>)indirect
@@ -628,7 +723,9 @@ struct CommandBufferState {
   const engine::Kernel* kernel = pipeline_->kernel_;
   const uint8_t* counts = ib->base_ + offset;
   op.run = [domain, kernel, counts, pointers = std::move(pointers),
-            constants = std::move(constants)] {
+            constants = std::move(constants), reads = [self simManagedReads], ib, offset] {
+    [ib simCheckGpuRead:offset length:12 what:"an indirect dispatch's workgroup count"];
+    for (const auto& [b, o] : reads) [b simCheckGpuRead:o length:b->length_ what:"a dispatch"];
     uint32_t grid[3];
     std::memcpy(grid, counts, sizeof(grid));
     if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
@@ -636,6 +733,16 @@ struct CommandBufferState {
   };
   [buffer_ simAddOp:std::move(op) retaining:indirect also:nil];
   [self simRetainBindings];
+}
+// The Managed buffers the dispatch binds, from their offsets (the kernel
+// may read any byte past it; the command buffer retains them).
+- (std::vector<std::pair<HalSimMTLBuffer*, NSUInteger>>)simManagedReads {
+  std::vector<std::pair<HalSimMTLBuffer*, NSUInteger>> reads;
+  for (uint32_t i = 0; i < pipeline_->kernel_->info->binding_count; ++i) {
+    HalSimMTLBuffer* b = buffers_[i];
+    if (b && b->mode_ == MTLStorageModeManaged) reads.emplace_back(b, offsets_[i]);
+  }
+  return reads;
 }
 - (void)simAdd:(engine::Op)op {
   [buffer_ simAddOp:std::move(op) retaining:nil also:nil];
@@ -893,6 +1000,11 @@ struct CommandBufferState {
   q->queue_ = E().CreateQueue();
   return q;
 }
+- (BOOL)hasUnifiedMemory {
+  // Apple silicon; Managed storage still has two copies here (as on a Mac
+  // with a discrete GPU), so that a driver that selects it is checked.
+  return YES;
+}
 - (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options {
   MTLStorageMode mode = (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
   if (mode > MTLStorageModePrivate) {
@@ -900,15 +1012,77 @@ struct CommandBufferState {
     return nil;
   }
   void* p = nullptr;
+  void* host = nullptr;
   if (length > 0) {
     engine::Engine::HostCall call(E());
     if (Alloc(length, mode, &p) != engine::Error::kOk) return nil;
+    if (mode == MTLStorageModeManaged &&
+        E().Allocate(length, engine::MemoryKind::kHost, kBufferAlignment, &host) !=
+            engine::Error::kOk) {
+      E().Free(reinterpret_cast<uintptr_t>(p), /*host=*/false);
+      return nil;
+    }
   }
   HalSimMTLBuffer* b = [[HalSimMTLBuffer alloc] init];
   b->device_ = [self retain];
   b->base_ = static_cast<uint8_t*>(p);
   b->length_ = length;
   b->mode_ = mode;
+  if (mode == MTLStorageModeManaged) {
+    // Both copies start as the engine fills new memory (0xCD).
+    b->host_ = static_cast<uint8_t*>(host);
+    b->synced_ = new std::vector<uint8_t>(b->host_, b->host_ + length);
+    b->sync_ = new std::mutex();
+    if (length) std::memcpy(b->base_, b->host_, length);
+  }
+  return b;
+}
+- (id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
+                                   length:(NSUInteger)length
+                                  options:(MTLResourceOptions)options
+                              deallocator:(void (^)(void*, NSUInteger))deallocator {
+  MTLStorageMode mode = (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (mode != MTLStorageModeShared && mode != MTLStorageModeManaged) {
+    Violation("newBufferWithBytesNoCopy: storage mode %lu (Shared or Managed only)",
+              (unsigned long)mode);
+    return nil;
+  }
+  if (!pointer || length == 0 || address % kBufferAlignment != 0 ||
+      length % kBufferAlignment != 0) {
+    Violation("newBufferWithBytesNoCopy: %p + %lu bytes: the pointer must be page aligned and "
+              "the length a nonzero multiple of the page (%zu bytes)",
+              pointer, (unsigned long)length, kBufferAlignment);
+    return nil;
+  }
+  void* gpu = pointer;
+  {
+    engine::Engine::HostCall call(E());
+    if (mode == MTLStorageModeManaged) {
+      // The caller's memory is the CPU's copy; the GPU's is the engine's.
+      if (Alloc(length, mode, &gpu) != engine::Error::kOk) return nil;
+      std::memcpy(gpu, pointer, length);
+    } else if (E().Register(address, length) != engine::Error::kOk) {
+      // Already wrapped by another live buffer: not modelled here.
+      std::fprintf(stderr,
+                   "halsim_metal: newBufferWithBytesNoCopy: %p is already wrapped by a live "
+                   "buffer (the simulated framework wraps memory once)\n",
+                   pointer);
+      return nil;
+    }
+  }
+  HalSimMTLBuffer* b = [[HalSimMTLBuffer alloc] init];
+  b->device_ = [self retain];
+  b->base_ = static_cast<uint8_t*>(gpu);
+  b->length_ = length;
+  b->mode_ = mode;
+  b->no_copy_ = YES;
+  if (deallocator) b->deallocator_ = Block_copy(deallocator);
+  if (mode == MTLStorageModeManaged) {
+    b->host_ = static_cast<uint8_t*>(pointer);
+    b->synced_ = new std::vector<uint8_t>(b->host_, b->host_ + length);
+    b->sync_ = new std::mutex();
+  }
   return b;
 }
 - (id<MTLSharedEvent>)newSharedEvent {

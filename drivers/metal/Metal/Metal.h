@@ -108,6 +108,9 @@ static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUIntege
               toBuffer:(id<MTLBuffer>)destinationBuffer
      destinationOffset:(NSUInteger)destinationOffset
                   size:(NSUInteger)size;
+// Managed resources (macOS): copies the GPU's writes to the CPU's copy
+// once the commands before it in the command buffer completed.
+- (void)synchronizeResource:(id<MTLResource>)resource;
 @end
 
 @protocol MTLComputeCommandEncoder <MTLCommandEncoder>
@@ -160,8 +163,17 @@ typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>, uint64_t val
 @property(readonly) uint64_t registryID;
 @property(readonly) uint64_t recommendedMaxWorkingSetSize;
 @property(readonly) MTLSize maxThreadsPerThreadgroup;
+// NO on a Mac whose GPU has its own memory (Managed storage has two copies).
+@property(readonly) BOOL hasUnifiedMemory;
 - (id<MTLCommandQueue>)newCommandQueue;
 - (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+// Wraps caller memory: `pointer` page aligned, `length` a nonzero multiple
+// of the page size; `deallocator` (may be nil) runs when the buffer is
+// deallocated.
+- (id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
+                                   length:(NSUInteger)length
+                                  options:(MTLResourceOptions)options
+                              deallocator:(void (^)(void* pointer, NSUInteger length))deallocator;
 - (id<MTLSharedEvent>)newSharedEvent;
 - (id<MTLLibrary>)newLibraryWithSource:(NSString*)source options:(id)options error:(NSError**)error;
 - (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction

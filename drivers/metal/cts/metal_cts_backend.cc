@@ -32,9 +32,10 @@ void RegisterMetalCtsBackend() {
   Backend b;
   b.name = "metal";
   b.default_uri = "metal://?queues=4";
-  // Not yet (docs/drivers/metal.md): import; no dispatch bounds
-  // checks (Metal binds a buffer with no length).
-  b.tags = {kTagFiles,      kTagAlloca,           kTagHostCall,
+  // No dispatch bounds checks (Metal binds a buffer with no length).
+  // Host import wraps whole pages (newBufferWithBytesNoCopy:); the import
+  // tests use page-aligned memory.
+  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
             kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
   // Through the simulated Metal framework: its trace hash, for hal-check's
   // run trace hash (sim/core/halsim_control.h).

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -405,6 +406,121 @@ TEST_F(SimMetalControl, PausedHostFunctionsHoldCompletion) {
   [cb waitUntilCompleted];
   EXPECT_EQ([cb status], MTLCommandBufferStatusCompleted);
   [b release];
+}
+
+// Managed storage has two copies: a CPU write the GPU reads without
+// didModifyRange: is reported, and the GPU reads its own stale copy; once
+// announced, the GPU sees it.
+TEST_F(SimMetal, ManagedHostWriteWithoutDidModifyRangeIsReported) {
+  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  id<MTLBuffer> s = Shared(64);
+  ASSERT_EQ([m storageMode], MTLStorageModeManaged);
+  std::memset([s contents], 0, 64);
+  std::memset([m contents], 7, 64);  // not announced
+  auto copy = [&] {
+    id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+    id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+    [blit copyFromBuffer:m sourceOffset:0 toBuffer:s destinationOffset:0 size:64];
+    [blit endEncoding];
+    [cb commit];
+    [cb waitUntilCompleted];
+  };
+  std::string err = Stderr(copy);
+  EXPECT_NE(err.find("Metal rule violated: a blit copy reads byte 0 of a Managed buffer that "
+                     "the CPU wrote without didModifyRange:"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(static_cast<uint8_t*>([s contents])[0], 7) << "the GPU read the CPU's copy";
+  [m didModifyRange:NSMakeRange(0, 64)];
+  err = Stderr(copy);
+  EXPECT_EQ(err.find("Metal rule violated"), std::string::npos) << err;
+  EXPECT_EQ(static_cast<uint8_t*>([s contents])[0], 7);
+  EXPECT_EQ(static_cast<uint8_t*>([s contents])[63], 7);
+  [m release];
+  [s release];
+}
+
+// GPU writes reach the CPU's copy only through a blit synchronizeResource:.
+TEST_F(SimMetal, ManagedGpuWritesNeedSynchronizeResource) {
+  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  std::memset([m contents], 0, 64);
+  [m didModifyRange:NSMakeRange(0, 64)];
+  auto run = [&](bool synchronize) {
+    id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+    id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+    [blit fillBuffer:m range:NSMakeRange(0, 64) value:0x5A];
+    if (synchronize) [blit synchronizeResource:m];
+    [blit endEncoding];
+    [cb commit];
+    [cb waitUntilCompleted];
+  };
+  std::string err = Stderr([&] { run(false); });
+  EXPECT_EQ(static_cast<uint8_t*>([m contents])[0], 0) << "the CPU saw a GPU write unsynchronized";
+  err += Stderr([&] { run(true); });
+  EXPECT_EQ(static_cast<uint8_t*>([m contents])[0], 0x5A);
+  EXPECT_EQ(static_cast<uint8_t*>([m contents])[63], 0x5A);
+  EXPECT_EQ(err.find("Metal rule violated"), std::string::npos) << err;
+  [m release];
+}
+
+TEST_F(SimMetal, ManagedDidModifyRangeOutsideTheBufferIsReported) {
+  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  std::string err = Stderr([&] { [m didModifyRange:NSMakeRange(60, 8)]; });
+  EXPECT_NE(err.find("didModifyRange: range [60, +8) outside a 64-byte buffer"), std::string::npos)
+      << err;
+  [m release];
+}
+
+// newBufferWithBytesNoCopy: wraps whole pages only; the wrapped memory is
+// what the GPU uses, and the deallocator runs once, when the buffer goes.
+TEST_F(SimMetal, NoCopyBufferNeedsPagesAndRunsItsDeallocator) {
+  constexpr size_t kPage = 4096;
+  auto* memory = static_cast<uint8_t*>(std::aligned_alloc(kPage, 2 * kPage));
+  ASSERT_NE(memory, nullptr);
+  std::memset(memory, 0, 2 * kPage);
+  __block int calls = 0;
+  __block void* freed = nullptr;
+  auto dealloc = ^(void* p, NSUInteger) {
+    ++calls;
+    freed = p;
+  };
+  std::string err = Stderr([&] {
+    EXPECT_EQ([device_ newBufferWithBytesNoCopy:memory + 64
+                                         length:kPage
+                                        options:MTLResourceStorageModeShared
+                                    deallocator:dealloc],
+              nil);
+    EXPECT_EQ([device_ newBufferWithBytesNoCopy:memory
+                                         length:100
+                                        options:MTLResourceStorageModeShared
+                                    deallocator:dealloc],
+              nil);
+  });
+  EXPECT_NE(err.find("the pointer must be page aligned and the length a nonzero multiple of the "
+                     "page"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(calls, 0) << "a buffer never made has no deallocator call";
+  id<MTLBuffer> b = [device_ newBufferWithBytesNoCopy:memory
+                                               length:2 * kPage
+                                              options:MTLResourceStorageModeShared
+                                          deallocator:dealloc];
+  ASSERT_NE(b, nil);
+  EXPECT_EQ([b contents], memory);
+  id<MTLCommandBuffer> cb = [queue_ commandBuffer];
+  id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
+  [blit fillBuffer:b range:NSMakeRange(kPage, 16) value:0x33];
+  [blit endEncoding];
+  [cb commit];
+  [cb waitUntilCompleted];
+  EXPECT_EQ([cb status], MTLCommandBufferStatusCompleted);
+  EXPECT_EQ(memory[kPage], 0x33);
+  EXPECT_EQ(memory[kPage + 16], 0);
+  EXPECT_EQ(calls, 0);
+  [b release];
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(freed, memory);
+  std::free(memory);
 }
 
 }  // namespace
