@@ -1,5 +1,6 @@
 #include "drivers/gpu/gpu_executable.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -160,6 +161,14 @@ std::vector<void*> GpuKernelLaunch::Params() {
   return params;
 }
 
+namespace {
+std::atomic<uint64_t> g_indirect_host_reads{0};
+}  // namespace
+
+uint64_t IndirectCountHostReads() {
+  return g_indirect_host_reads.load(std::memory_order_relaxed);
+}
+
 Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
                          BindingTable table) {
   HAL_ASSIGN_OR_RETURN(const GpuExecutable* exe, DispatchExecutable(api, d));
@@ -184,6 +193,7 @@ Status LaunchGpuDispatch(GpuApi* api, GpuStream stream, const cmd::Dispatch& d,
     }
     // Host round trip (see the header): the API has no launch with a grid
     // read from device memory.
+    g_indirect_host_reads.fetch_add(1, std::memory_order_relaxed);
     HAL_RETURN_IF_ERROR(api->MemcpyAsync(reinterpret_cast<GpuDevicePtr>(count),
                                          src.address, sizeof(count), stream));
     HAL_RETURN_IF_ERROR(api->StreamSynchronize(stream));

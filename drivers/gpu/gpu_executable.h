@@ -36,6 +36,12 @@ namespace hal::gpu {
 StatusOr<Ref<ExecutableCache>> CreateGpuExecutableCache(
     std::shared_ptr<GpuApi> api);
 
+// How many indirect dispatches this process has launched through the host
+// round trip (read the count on the host, then launch) since it started:
+// what tests use to tell that an API with SupportsIndirectLaunch made none.
+// Thread-safe.
+uint64_t IndirectCountHostReads();
+
 // Enqueues one recorded dispatch (validated by ValidateSubmission against
 // `table`) on `stream`. A zero count in any dimension launches nothing.
 // INVALID_ARGUMENT for an executable another cache prepared; OUT_OF_RANGE

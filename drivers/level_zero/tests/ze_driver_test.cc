@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "drivers/gpu/gpu_device.h"
+#include "drivers/gpu/gpu_executable.h"
 #include "drivers/gpu/gpu_graph_command_buffer.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
 #include "drivers/level_zero/ze_device.h"
@@ -232,6 +233,10 @@ TEST_F(ZeHalDevice, IndirectDispatchMakesNoHostRoundTrip) {
   SemaphorePoint s1{s->get(), 1};
   const uint64_t kernels_before = controls_.kernels_run();
   const uint64_t violations_before = controls_.violations();
+  // Holding host functions alone does not tell: the host round trip is a
+  // host wait (copy, synchronize) that needs no host function. The GPU
+  // layer counts its round trips.
+  const uint64_t host_reads_before = gpu::IndirectCountHostReads();
   controls_.pause(1);
   ASSERT_TRUE(device_->QueueExecute(1, {}, {&s1, 1}, cb->get()).ok());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -251,6 +256,8 @@ TEST_F(ZeHalDevice, IndirectDispatchMakesNoHostRoundTrip) {
     EXPECT_EQ(got[i], i < 27 ? i + 1 : 0u) << i;
   }
   EXPECT_EQ(controls_.violations(), violations_before);
+  EXPECT_EQ(gpu::IndirectCountHostReads(), host_reads_before)
+      << "the count was read on the host";
 }
 
 // command_buffer_mode=graph: a command buffer is a regular command list,
