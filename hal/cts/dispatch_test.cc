@@ -503,6 +503,30 @@ TEST_F(Dispatch, ZeroWorkgroupDispatchStillSignals) {
   EXPECT_EQ(Read(b.get()), U32s(64, 0x55));
 }
 
+// An indirect count above kMaxWorkgroupCount fails the dispatch with
+// OUT_OF_RANGE (hal/command_buffer.h), and nothing runs: a count read from
+// memory the program never wrote must not launch billions of workgroups.
+// ("fill" is bounded by its limit constant, so a driver that launched it
+// anyway writes only inside the buffer.)
+TEST_F(Dispatch, IndirectCountAboveTheLimitFails) {
+  auto b = Filled(64, 0x55), params = Filled(3, 1);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(b && params && s);
+  const U32s counts = {kMaxWorkgroupCount + 1, 1, 1};
+  CTS_ASSERT_OK(device()->QueueUpdate(1, {}, Points{{s.get(), 1}},
+                                      counts.data(), params.get(), 0, 12));
+  U32s k = {1, 64};
+  Refs bind = {BufferRef::Direct(b.get())};
+  BufferRef indirect = BufferRef::Direct(params.get());
+  DispatchParams p = Params("fill", {}, k, bind);
+  p.indirect_workgroup_count = &indirect;
+  CTS_ASSERT_OK(device()->QueueDispatch(1, Points{{s.get(), 1}},
+                                        Points{{s.get(), 2}}, p));
+  Status st = WaitFor(s.get(), 2);
+  EXPECT_EQ(Code(st), "OUT_OF_RANGE") << st.ToString();
+  EXPECT_EQ(Read(b.get()), U32s(64, 0x55)) << "the dispatch ran";
+}
+
 TEST_F(Dispatch, AtomicCounter) {
   auto b = Filled(2, 0);
   ASSERT_TRUE(b);
