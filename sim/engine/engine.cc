@@ -550,19 +550,20 @@ bool Engine::ReadyLocked(const Op& op) const {
 
 namespace {
 
-// An op's write ranges (`writes`) or read ranges, the empty ones left out.
-std::vector<Range> RangesOf(const Op& op, bool writes) {
-  std::vector<Range> out;
-  const Range& first = writes ? op.write : op.read;
-  if (!first.empty()) out.push_back(first);
-  for (const Range& r : writes ? op.more_writes : op.more_reads) {
-    if (!r.empty()) out.push_back(r);
-  }
-  return out;
+// An op's write ranges (`writes`) or read ranges: `write` / `read`, then
+// `more_writes` / `more_reads`. Indexed rather than copied out: the race
+// check runs for every ranged op against every running queue.
+size_t RangeCount(const Op& op, bool writes) {
+  return 1 + (writes ? op.more_writes : op.more_reads).size();
+}
+const Range& RangeAt(const Op& op, bool writes, size_t i) {
+  if (i == 0) return writes ? op.write : op.read;
+  return (writes ? op.more_writes : op.more_reads)[i - 1];
 }
 
-// The first conflict between `a` and `b` (overlapping ranges, one writing):
-// what it is, with the two ranges; null when none.
+// The first conflict between `a` and `b` (overlapping ranges, one writing;
+// empty ranges overlap nothing): what it is, with the two ranges; null when
+// none.
 const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
   static const struct {
     bool a_writes, b_writes;
@@ -571,8 +572,10 @@ const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
                 {true, false, "the first writes what the second reads"},
                 {false, true, "the second writes what the first reads"}};
   for (const auto& kind : kKinds) {
-    for (const Range& x : RangesOf(a, kind.a_writes)) {
-      for (const Range& y : RangesOf(b, kind.b_writes)) {
+    for (size_t i = 0; i < RangeCount(a, kind.a_writes); ++i) {
+      const Range& x = RangeAt(a, kind.a_writes, i);
+      for (size_t j = 0; j < RangeCount(b, kind.b_writes); ++j) {
+        const Range& y = RangeAt(b, kind.b_writes, j);
         if (x.Overlaps(y)) {
           *in_a = x;
           *in_b = y;
@@ -610,10 +613,9 @@ void Engine::CheckRacesLocked(Queue* queue) {
                  "run at the same time and %s; no event orders them\n",
                  options_.log_prefix, (unsigned long long)seed_,
                  (unsigned long long)queue->head_start, op.name,
-                 StreamName(queue).c_str() + 1, (unsigned long long)mine.begin,
+                 StreamName(queue).text + 1, (unsigned long long)mine.begin,
                  (unsigned long long)mine.end, o.name,
-                 StreamName(other).c_str() + 1,
-                 (unsigned long long)theirs.begin,
+                 StreamName(other).text + 1, (unsigned long long)theirs.begin,
                  (unsigned long long)theirs.end, what);
     if (abort_on_race_) std::abort();
   }
@@ -687,8 +689,8 @@ void Engine::EngineMain() {
     Op& op = next->ops.front();
     char line[160];
     std::snprintf(line, sizeof(line), "t=%llu %s %s %llu",
-                  (unsigned long long)now_ns_, StreamName(next).c_str(),
-                  op.name, (unsigned long long)op.bytes);
+                  (unsigned long long)now_ns_, StreamName(next).text, op.name,
+                  (unsigned long long)op.bytes);
     TraceLocked(line);
     // The op stays at the head (and so blocks its queue) while it runs.
     Work run = std::move(op.run);
@@ -713,11 +715,16 @@ void Engine::EngineMain() {
   }
 }
 
-std::string Engine::StreamName(const Queue* queue) const {
+Engine::StreamNameBuffer Engine::StreamName(const Queue* queue) const {
+  StreamNameBuffer name;
   if (queue->id >= trace_queue_base_) {
-    return "s" + std::to_string(queue->id - trace_queue_base_);
+    std::snprintf(name.text, sizeof(name.text), "s%llu",
+                  (unsigned long long)(queue->id - trace_queue_base_));
+  } else {
+    std::snprintf(name.text, sizeof(name.text), "s-%llu",
+                  (unsigned long long)(trace_queue_base_ - queue->id));
   }
-  return "s-" + std::to_string(trace_queue_base_ - queue->id);
+  return name;
 }
 
 }  // namespace hal::sim::engine

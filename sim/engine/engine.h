@@ -387,7 +387,11 @@ class Engine {
   // A queue's name in the trace and in messages: its number since the last
   // schedule reset ("s3"), or "s-N" for the N-th-last queue created before
   // it (such a queue may still get work; subtracting the base wrapped).
-  std::string StreamName(const Queue* queue) const;
+  // (A fixed buffer: the trace line is written on every step.)
+  struct StreamNameBuffer {
+    char text[24];
+  };
+  StreamNameBuffer StreamName(const Queue* queue) const;
   uint64_t ops_enqueued_ = 0;
   uint64_t now_ns_ = 0;
   bool host_functions_paused_ = false;

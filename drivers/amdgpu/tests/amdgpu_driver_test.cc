@@ -18,6 +18,7 @@
 #include "drivers/amdgpu/amdgpu_device.h"
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
 #include "drivers/amdgpu/amdgpu_status.h"
+#include "drivers/amdgpu/tests/amdgpu_test_util.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
 #include "hal/command_buffer.h"
 #include "hal/driver.h"
@@ -91,21 +92,9 @@ std::shared_ptr<HsaApi> OpenSimApi() {
   auto syms = LoadHsaSymbols(kSimLibrary);
   EXPECT_TRUE(syms.ok()) << syms.status().ToString();
   if (!syms.ok()) return nullptr;
-  struct Agents {
-    const HsaSymbols* syms;
-    hsa_agent_t cpu = {}, gpu = {};
-  } agents{syms->get()};
-  (*syms)->hsa_iterate_agents(
-      [](hsa_agent_t agent, void* data) {
-        auto* a = static_cast<Agents*>(data);
-        hsa_device_type_t type;
-        a->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
-        if (type == HSA_DEVICE_TYPE_CPU && !a->cpu.handle) a->cpu = agent;
-        if (type == HSA_DEVICE_TYPE_GPU && !a->gpu.handle) a->gpu = agent;
-        return HSA_STATUS_SUCCESS;
-      },
-      &agents);
-  auto api = HsaApi::Create(*syms, {agents.gpu}, agents.cpu);
+  auto api =
+      HsaApi::Create(*syms, {FirstAgent(syms->get(), HSA_DEVICE_TYPE_GPU)},
+                     FirstAgent(syms->get(), HSA_DEVICE_TYPE_CPU));
   EXPECT_TRUE(api.ok()) << api.status().ToString();
   return api.ok() ? *api : nullptr;
 }
@@ -402,22 +391,7 @@ TEST_F(AmdgpuSim, PacketPublishedBeforeItsHeaderIsReported) {
   auto syms = LoadHsaSymbols(kSimLibrary);
   ASSERT_TRUE(syms.ok());
   const HsaSymbols* s = syms->get();
-  hsa_agent_t gpu = {};
-  struct Search {
-    const HsaSymbols* syms;
-    hsa_agent_t agent;
-  } search{s, {}};
-  s->hsa_iterate_agents(
-      [](hsa_agent_t agent, void* data) {
-        auto* search = static_cast<Search*>(data);
-        hsa_device_type_t type;
-        search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
-        if (type != HSA_DEVICE_TYPE_GPU) return HSA_STATUS_SUCCESS;
-        search->agent = agent;
-        return HSA_STATUS_INFO_BREAK;
-      },
-      &search);
-  gpu = search.agent;
+  const hsa_agent_t gpu = FirstAgent(s, HSA_DEVICE_TYPE_GPU);
   ASSERT_NE(gpu.handle, 0u);
   static hsa_status_t reported;
   reported = HSA_STATUS_SUCCESS;
@@ -464,27 +438,14 @@ TEST_F(AmdgpuSim, PacketPublishedAfterTheDoorbellRunsWhenReached) {
   auto syms = LoadHsaSymbols(kSimLibrary);
   ASSERT_TRUE(syms.ok());
   const HsaSymbols* s = syms->get();
-  struct Search {
-    const HsaSymbols* syms;
-    hsa_agent_t agent;
-  } search{s, {}};
-  s->hsa_iterate_agents(
-      [](hsa_agent_t agent, void* data) {
-        auto* search = static_cast<Search*>(data);
-        hsa_device_type_t type;
-        search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
-        if (type != HSA_DEVICE_TYPE_GPU) return HSA_STATUS_SUCCESS;
-        search->agent = agent;
-        return HSA_STATUS_INFO_BREAK;
-      },
-      &search);
-  ASSERT_NE(search.agent.handle, 0u);
+  const hsa_agent_t gpu = FirstAgent(s, HSA_DEVICE_TYPE_GPU);
+  ASSERT_NE(gpu.handle, 0u);
   static hsa_status_t reported;
   reported = HSA_STATUS_SUCCESS;
   hsa_queue_t* queue = nullptr;
   ASSERT_EQ(
       s->hsa_queue_create(
-          search.agent, 64, HSA_QUEUE_TYPE_MULTI,
+          gpu, 64, HSA_QUEUE_TYPE_MULTI,
           [](hsa_status_t status, hsa_queue_t*, void*) { reported = status; },
           nullptr, UINT32_MAX, UINT32_MAX, &queue),
       HSA_STATUS_SUCCESS);

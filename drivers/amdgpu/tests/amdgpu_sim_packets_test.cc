@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "drivers/amdgpu/amdgpu_dynamic_symbols.h"
+#include "drivers/amdgpu/tests/amdgpu_test_util.h"
 
 namespace hal::amdgpu {
 namespace {
@@ -33,24 +34,11 @@ class AmdgpuSimPackets : public ::testing::Test {
     ASSERT_TRUE(syms.ok()) << syms.status().ToString();
     syms_ = *syms;
     s_ = syms_.get();
-    struct Search {
-      const HsaSymbols* syms;
-      hsa_agent_t agent = {};
-    } search{s_};
-    s_->hsa_iterate_agents(
-        [](hsa_agent_t agent, void* data) {
-          auto* search = static_cast<Search*>(data);
-          hsa_device_type_t type;
-          search->syms->hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
-          if (type != HSA_DEVICE_TYPE_GPU) return HSA_STATUS_SUCCESS;
-          search->agent = agent;
-          return HSA_STATUS_INFO_BREAK;
-        },
-        &search);
-    ASSERT_NE(search.agent.handle, 0u);
+    const hsa_agent_t gpu = FirstAgent(s_, HSA_DEVICE_TYPE_GPU);
+    ASSERT_NE(gpu.handle, 0u);
     for (hsa_queue_t** q : {&queue_, &probe_}) {
       ASSERT_EQ(s_->hsa_queue_create(
-                    search.agent, 64, HSA_QUEUE_TYPE_MULTI,
+                    gpu, 64, HSA_QUEUE_TYPE_MULTI,
                     [](hsa_status_t status, hsa_queue_t*, void*) {
                       ADD_FAILURE() << "queue error 0x" << std::hex << status;
                     },
@@ -174,16 +162,22 @@ TEST_F(AmdgpuSimPackets, BarrierValueMasksAndConditions) {
        0},
   };
   const uint16_t header = Header(HSA_PACKET_TYPE_VENDOR_SPECIFIC);
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.what);
-    s_->hsa_signal_store_screlease(a_, kValue);
+  // A BARRIER_VALUE packet on a_ that decrements done_.
+  auto packet = [&](hsa_signal_condition_t cond, int64_t mask,
+                    int64_t compare) {
     hsa_amd_barrier_value_packet_t p = {};
     p.header.AmdFormat = HSA_AMD_PACKET_TYPE_BARRIER_VALUE;
     p.signal = a_;
-    p.value = c.compare;
-    p.mask = c.mask;
-    p.cond = c.cond;
+    p.value = compare;
+    p.mask = mask;
+    p.cond = cond;
     p.completion_signal = done_;
+    return p;
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    s_->hsa_signal_store_screlease(a_, kValue);
+    hsa_amd_barrier_value_packet_t p = packet(c.cond, c.mask, c.compare);
     EXPECT_EQ(RetiresAtOnce(&p, header), c.holds);
     if (!c.holds) {
       s_->hsa_signal_store_screlease(a_, c.released);
@@ -203,13 +197,7 @@ TEST_F(AmdgpuSimPackets, BarrierValueMasksAndConditions) {
   };
   for (const Signed& c : signed_cases) {
     s_->hsa_signal_store_screlease(a_, -2);
-    hsa_amd_barrier_value_packet_t p = {};
-    p.header.AmdFormat = HSA_AMD_PACKET_TYPE_BARRIER_VALUE;
-    p.signal = a_;
-    p.value = c.compare;
-    p.mask = c.mask;
-    p.cond = c.cond;
-    p.completion_signal = done_;
+    hsa_amd_barrier_value_packet_t p = packet(c.cond, c.mask, c.compare);
     EXPECT_TRUE(RetiresAtOnce(&p, header)) << "condition " << c.cond;
   }
 }

@@ -39,6 +39,14 @@ class SimMetal : public ::testing::Test {
   id<MTLBuffer> Shared(NSUInteger n) {
     return [device_ newBufferWithLength:n options:MTLResourceStorageModeShared];
   }
+  // An MSL library with the test kernel "fill" (the simulated framework maps
+  // it to the native build by name); the caller releases it.
+  id<MTLLibrary> FillLibrary(NSError** error) {
+    return [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
+                                         @"[[buffer(0)]]) {}"
+                                 options:nil
+                                   error:error];
+  }
 
   NSAutoreleasePool* pool_;
   id<MTLDevice> device_;
@@ -205,10 +213,7 @@ TEST_F(SimMetal, MslKernelWithoutNativeBuildIsALibraryError) {
 
 TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
   NSError* error = nil;
-  id<MTLLibrary> lib = [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
-                                                     @"[[buffer(0)]]) {}"
-                                             options:nil
-                                               error:&error];
+  id<MTLLibrary> lib = FillLibrary(&error);
   ASSERT_NE(lib, nil);
   EXPECT_EQ(error, nil);
   id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
@@ -224,10 +229,7 @@ TEST_F(SimMetal, MslLibraryMapsKernelsByName) {
 // separate buffers, or behind one another on one queue, they do not.
 TEST_F(SimMetal, UnorderedDispatchesWritingOneBufferRace) {
   NSError* error = nil;
-  id<MTLLibrary> lib = [device_ newLibraryWithSource:@"kernel void fill(device uint* b "
-                                                     @"[[buffer(0)]]) {}"
-                                             options:nil
-                                               error:&error];
+  id<MTLLibrary> lib = FillLibrary(&error);
   ASSERT_NE(lib, nil);
   id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
   id<MTLComputePipelineState> pipeline = [device_ newComputePipelineStateWithFunction:f
