@@ -1,5 +1,5 @@
 /* The one control ABI of every simulated vendor library (libhalsim_cuda,
- * _hip, _ze, _hsa and _metal .so, via sim/engine/engine_control.cc), exported
+ * _hip, _ze, _hsa and _metal .so, via sim/skin/skin_control.h), exported
  * under exactly these names by each. Shared tools (hal-check, the property
  * tests, the fuzzers) look them up with dlsym on the library a driver loaded
  * (dlopen of the same path returns the same handle), so they name no
@@ -63,6 +63,11 @@ uint64_t halsim_unsignalled_waits(void);
  * 20 ms of waiting): nonzero means the trace may not replay. */
 uint64_t halsim_steps(void);
 uint64_t halsim_unsettled_steps(void);
+/* Vendor rules broken (each also reported on stderr as "<prefix>: <API>
+ * rule violated: ...; seed=N"), and the library's live objects (handles
+ * created and not yet destroyed; reported at exit when nonzero). */
+uint64_t halsim_rule_violations(void);
+uint64_t halsim_live_objects(void);
 /* While paused, host notifications wait before they run (and block their
  * queue); other queues keep running. */
 void halsim_pause_host_functions(int paused);

@@ -1,5 +1,8 @@
-// The trace hash every simulator reports: same seed and same host calls give
-// the same hash, across runs and processes.
+// The FNV-1a line hash of the simulated GPU engine's trace (sim/engine/),
+// which every simulated vendor library reports as halsim_trace_hash: same
+// seed and same host calls give the same hash, across runs and processes.
+// The HAL simulator driver (drivers/sim/) hashes its own trace its own way
+// (TraceMix in drivers/sim/sim_context.h).
 #pragma once
 
 #include <cstdint>

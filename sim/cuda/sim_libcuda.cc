@@ -1,10 +1,10 @@
 // The CUDA API simulator: a libcuda stand-in that runs on the CPU.
 //
 // It exports the driver-API entry points the HAL's CUDA driver resolves
-// through cuGetProcAddress (drivers/cuda/cuda_symbols.inc), so the driver's
+// through cuGetProcAddress (sim_libcuda_procs.inc), so the driver's
 // own code runs the conformance suite without a GPU. It is a skin over the
 // simulated GPU (sim/engine/) through the helpers every skin shares
-// (sim/skin/skin.h: streams, events, memory, graphs, kernels, handles):
+// (sim/skin/skin_stream.h: streams, events, memory, graphs, kernels, handles):
 // CUDA handles, flags and CUresult codes translated to those. What is CUDA's:
 //
 //   * Primary contexts only, current through cuCtxPushCurrent/PopCurrent.
@@ -30,7 +30,7 @@
 
 #include "sim/core/halsim_control.h"
 #include "sim/cuda/sim_libcuda_internal.h"
-#include "sim/engine/engine_control.h"
+#include "sim/skin/skin_control.h"
 
 namespace hal::sim::cuda {
 
@@ -73,8 +73,8 @@ thread_local std::vector<skin::Scope*> t_context_stack
     __attribute__((tls_model("initial-exec")));
 }  // namespace
 
-skin::Library& L() {
-  static skin::Library* library = new skin::Library({
+skin::StreamLibrary& L() {
+  static skin::StreamLibrary* library = new skin::StreamLibrary({
       .log_prefix = "halsim_cuda",
       .api = "CUDA",
       .env_alias = "HALSIM_CUDA_",
@@ -93,9 +93,7 @@ skin::Scope* Current() {
 
 }  // namespace hal::sim::cuda
 
-namespace hal::sim::engine {
-Engine& ControlEngine() { return cuda::L().engine(); }
-}  // namespace hal::sim::engine
+HALSIM_DEFINE_CONTROL_EXPORTS(::hal::sim::cuda::L)
 
 using namespace hal::sim::cuda;  // NOLINT: the C ABI edge
 namespace skin = hal::sim::skin;
@@ -198,22 +196,20 @@ HALSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
 }
 
 // ---------------------------------------------------------------------------
-// Entry points by name: exactly those the driver resolves. #name keeps the
-// un-suffixed API name; the pointer is the versioned definition cuda.h's
-// macros map the name to (cuMemAlloc -> cuMemAlloc_v2).
+// Entry points by name (sim_libcuda_procs.inc). #name keeps the un-suffixed
+// API name; the pointer is the versioned definition cuda.h's macros map the
+// name to (cuMemAlloc -> cuMemAlloc_v2).
 
 namespace {
 struct ProcEntry {
   const char* name;
   void* fn;
 };
-#define HAL_CUDA_REQUIRED_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)},
-#define HAL_CUDA_OPTIONAL_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)},
+#define HALSIM_CUDA_PROC(name) {#name, reinterpret_cast<void*>(&name)},
 const ProcEntry kProcs[] = {
-#include "drivers/cuda/cuda_symbols.inc"
+#include "sim/cuda/sim_libcuda_procs.inc"
 };
-#undef HAL_CUDA_REQUIRED_SYMBOL
-#undef HAL_CUDA_OPTIONAL_SYMBOL
+#undef HALSIM_CUDA_PROC
 }  // namespace
 
 HALSIM_EXPORT CUresult

@@ -6,7 +6,7 @@
 
 #include <cuda.h>
 
-#include "sim/skin/skin.h"
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::cuda {
 
@@ -14,7 +14,7 @@ using skin::Code;
 
 constexpr int kSimDriverVersion = 13000;
 
-skin::Library& L();
+skin::StreamLibrary& L();
 CUresult Cu(Code code);
 inline CUresult Cu(engine::Error error) { return Cu(skin::FromEngine(error)); }
 // The calling thread's current context (a primary context), or null.
@@ -33,7 +33,7 @@ CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
 
 }  // namespace hal::sim::cuda
 
-// Entry-point prologues (sim/skin/skin.h): the host-callback rule and the
+// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and the
 // settle rule; then cuInit done; then a current context without a sticky
 // error, as `ctx`.
 #define HALSIM_ENTER(name) \

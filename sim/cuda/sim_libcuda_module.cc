@@ -108,7 +108,7 @@ HALSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
 
 HALSIM_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
   HALSIM_ENTER_INIT("cuModuleUnload");
-  return Cu(L().Delete<skin::Module>(hmod));
+  return Cu(L().Destroy<skin::Module>(hmod));
 }
 
 HALSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod,

@@ -31,7 +31,7 @@ HALSIM_EXPORT CUresult cuEventCreate(CUevent* phevent, unsigned int flags) {
 
 HALSIM_EXPORT CUresult cuEventDestroy(CUevent hevent) {
   HALSIM_ENTER_INIT("cuEventDestroy");
-  return Cu(L().Delete<skin::Event>(hevent));
+  return Cu(L().Destroy<skin::Event>(hevent));
 }
 
 HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {

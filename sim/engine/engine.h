@@ -1,7 +1,7 @@
-// The simulated GPU under every vendor-API simulator (libhalsim_cuda today;
-// HIP, Level Zero, HSA and Metal skins later): a vendor-neutral device as an
-// object. Several engines may live in one process (unit tests); a vendor
-// library keeps one static engine at its C ABI edge.
+// The simulated GPU under every simulated vendor library (libhalsim_cuda,
+// _hip, _ze, _hsa and _metal): a vendor-neutral device as an object. Several
+// engines may live in one process (unit tests); a vendor library's edge
+// (sim/skin/skin_library.h) owns one and never destroys it.
 //
 // What it models, and what every vendor shares:
 //   * Queues: in-order lists of ops that one engine thread (the simulated

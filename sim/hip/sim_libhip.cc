@@ -5,7 +5,7 @@
 // signatures of Debian's hip_runtime_api.h (5.2.3), so the driver's own
 // code runs the conformance suite without a GPU. It is a skin over the
 // simulated GPU (sim/engine/engine.h) through the helpers every skin shares
-// (sim/skin/skin.h: streams, events, memory, graphs, kernels, the handle
+// (sim/skin/skin_stream.h: streams, events, memory, graphs, kernels, the handle
 // table), like the CUDA one: HIP handles, flags and hipError_t codes
 // translated to those. What is HIP's:
 //
@@ -36,8 +36,8 @@
 // sim_libhip_stream.cc.
 #include <cstring>
 
-#include "sim/engine/engine_control.h"
 #include "sim/hip/sim_libhip_internal.h"
+#include "sim/skin/skin_control.h"
 
 namespace hal::sim::hip {
 
@@ -79,8 +79,8 @@ const skin::AttributeRow<hipDeviceAttribute_t> kAttributes[] = {
 thread_local int t_device __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
-skin::Library& L() {
-  static skin::Library* library = new skin::Library({
+skin::StreamLibrary& L() {
+  static skin::StreamLibrary* library = new skin::StreamLibrary({
       .log_prefix = "halsim_hip",
       .api = "HIP",
       .env_alias = "HALSIM_",
@@ -98,9 +98,7 @@ skin::Scope* Current() { return L().device(t_device); }
 
 }  // namespace hal::sim::hip
 
-namespace hal::sim::engine {
-Engine& ControlEngine() { return hip::L().engine(); }
-}  // namespace hal::sim::engine
+HALSIM_DEFINE_CONTROL_EXPORTS(::hal::sim::hip::L)
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
 namespace skin = hal::sim::skin;

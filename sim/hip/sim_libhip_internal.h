@@ -6,7 +6,7 @@
 
 #include <hip/hip_runtime_api.h>
 
-#include "sim/skin/skin.h"
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::hip {
 
@@ -18,7 +18,7 @@ constexpr int kSimDriverVersion = 50200003;
 // (EF_AMDGPU_MACH_AMDGCN_GFX90A).
 constexpr unsigned kGfx90aMach = 0x3f;
 
-skin::Library& L();
+skin::StreamLibrary& L();
 hipError_t ToHip(Code code);
 inline hipError_t ToHip(engine::Error e) { return ToHip(skin::FromEngine(e)); }
 // The calling thread's device (hipSetDevice; device 0 until set).
@@ -41,7 +41,7 @@ hipError_t KernelOp(skin::Scope* device, hipFunction_t f,
 
 }  // namespace hal::sim::hip
 
-// Entry-point prologues (sim/skin/skin.h): the host-callback rule and the
+// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and the
 // settle rule; then hipInit done; then the current device without a sticky
 // error, as `dev`.
 #define HALSIM_ENTER(name) \

@@ -122,7 +122,7 @@ HALSIM_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module,
 
 HALSIM_EXPORT hipError_t hipModuleUnload(hipModule_t hmod) {
   HALSIM_ENTER_INIT("hipModuleUnload");
-  return ToHip(L().Delete<skin::Module>(hmod));
+  return ToHip(L().Destroy<skin::Module>(hmod));
 }
 
 HALSIM_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out,

@@ -39,7 +39,7 @@ HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
 
 HALSIM_EXPORT hipError_t hipEventDestroy(hipEvent_t hevent) {
   HALSIM_ENTER_INIT("hipEventDestroy");
-  return ToHip(L().Delete<skin::Event>(hevent));
+  return ToHip(L().Destroy<skin::Event>(hevent));
 }
 
 HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,

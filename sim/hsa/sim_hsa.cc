@@ -30,8 +30,8 @@
 #include <mutex>
 #include <string>
 
-#include "sim/engine/engine_control.h"
 #include "sim/hsa/sim_hsa_internal.h"
+#include "sim/skin/skin_control.h"
 
 namespace hal::sim::hsa {
 
@@ -58,14 +58,10 @@ LibraryState& State() {
   return *state;
 }
 
+// HALSIM_HSA_GPU_AGENTS: 0 to 8 GPU agents (1 when unset or invalid).
 int ConfiguredGpuCount() {
-  int n = 1;
-  if (const char* env = std::getenv("HALSIM_HSA_GPU_AGENTS"); env && *env) {
-    n = std::atoi(env);
-    if (n < 0) n = 0;
-    if (n > kMaxGpuAgents) n = kMaxGpuAgents;
-  }
-  return n;
+  const int n = L().ConfiguredDeviceCount(1, 0, kMaxGpuAgents);
+  return n < 0 ? 1 : n;
 }
 
 // Builds the topology once: the CPU agent, then the GPUs that
@@ -129,6 +125,46 @@ Pool* PoolOf(hsa_amd_memory_pool_t pool) {
   return nullptr;
 }
 
+// The status table: names and texts as hsa_status_string gives them
+// ("HSA_STATUS_X: text"), and the neutral codes they answer.
+#define HALSIM_HSA_ROW(code, status, text)                                    \
+  {                                                                           \
+    ::hal::sim::skin::Code::code, static_cast<hsa_status_t>(status), #status, \
+        #status ": " text                                                     \
+  }
+// clang-format off
+const skin::ErrorRow<hsa_status_t> kErrors[] = {
+  HALSIM_HSA_ROW(kOk, HSA_STATUS_SUCCESS, "The function has been executed successfully."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_INFO_BREAK, "A traversal over a list of elements has been interrupted by the application."),
+  HALSIM_HSA_ROW(kNotReady, HSA_STATUS_ERROR, "A generic error has occurred."),
+  HALSIM_HSA_ROW(kInvalidValue, HSA_STATUS_ERROR_INVALID_ARGUMENT, "One of the actual arguments does not meet a precondition stated in the documentation of the corresponding formal argument."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_QUEUE_CREATION, "The requested queue creation is not valid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_ALLOCATION, "The requested allocation is not valid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_AGENT, "The agent is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_REGION, "The memory region is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_SIGNAL, "The signal is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_QUEUE, "The queue is invalid."),
+  HALSIM_HSA_ROW(kOutOfMemory, HSA_STATUS_ERROR_OUT_OF_RESOURCES, "The HSA runtime failed to allocate the necessary resources."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, "The AQL packet is malformed."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_RESOURCE_FREE, "An error has been detected while releasing a resource."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_NOT_INITIALIZED, "An API other than hsa_init has been invoked while the reference count of the HSA runtime is zero."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_EXECUTABLE, "The executable is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_FROZEN_EXECUTABLE, "The executable is frozen."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_SYMBOL_NAME, "There is no symbol with the given name."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_CODE_OBJECT, "The code object is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER, "The code object reader is invalid."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS, "The arguments passed in are not compatible."),
+  HALSIM_HSA_ROW(kLaunchFailed, HSA_STATUS_ERROR_EXCEPTION, "An HSAIL operation resulted in a hardware exception."),
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR_FATAL, "An error has occurred in the runtime which is not recoverable; the application must exit."),
+  HALSIM_HSA_ROW(kIllegalAddress, HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, "The agent attempted to access memory beyond the largest legal address."),
+  HALSIM_HSA_ROW(kAlreadyRegistered, HSA_STATUS_ERROR_INVALID_ARGUMENT, "registered"),
+  HALSIM_HSA_ROW(kNotRegistered, HSA_STATUS_ERROR_INVALID_ARGUMENT, "not registered"),
+  // What an unmapped code becomes.
+  HALSIM_HSA_ROW(kNone, HSA_STATUS_ERROR, "A generic error has occurred."),
+};
+// clang-format on
+#undef HALSIM_HSA_ROW
+
 template <typename T>
 void Put(void* value, T v) {
   std::memcpy(value, &v, sizeof(T));
@@ -136,17 +172,23 @@ void Put(void* value, T v) {
 
 }  // namespace
 
-Engine& E() {
-  static Engine* engine = [] {
-    engine::Options options;
-    options.log_prefix = "halsim_hsa";
-    options.device_memory_bytes = kDeviceMemoryBytes;
-    auto* e = new Engine(options);
-    e->SetDeviceLossHandler(&LoseDevice);
-    return e;
-  }();
-  return *engine;
+skin::Library& L() {
+  static skin::Library* library = new skin::Library({
+      .log_prefix = "halsim_hsa",
+      .api = "HSA",
+      .env_alias = "HALSIM_HSA_",
+      .devices_env = "HALSIM_HSA_GPU_AGENTS",
+      .kernel_dir = HALSIM_HSA_KERNEL_MODULES_DIR,
+      .callback_rule = nullptr,  // signal handlers may call the API
+      .kinds = {},
+      .device_memory_bytes = kDeviceMemoryBytes,
+      .before_leak_report = nullptr,
+      .device_loss_handler = &LoseDevice,
+  });
+  return *library;
 }
+
+Engine& E() { return L().engine(); }
 
 bool Initialized() { return State().initialized.load(); }
 int GpuAgentCount() { return State().gpu_count; }
@@ -179,35 +221,16 @@ bool MayAccess(const Agent* agent, uintptr_t p) {
 }
 
 hsa_status_t ToHsaStatus(engine::Error error) {
-  using engine::Error;
-  switch (error) {
-    case Error::kOk:
-      return HSA_STATUS_SUCCESS;
-    case Error::kOutOfMemory:
-      return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    case Error::kIllegalAddress:
-      return static_cast<hsa_status_t>(
-          HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
-    case Error::kLaunchFailed:
-      return HSA_STATUS_ERROR_EXCEPTION;
-    case Error::kInvalidValue:
-    case Error::kAlreadyRegistered:
-    case Error::kNotRegistered:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    case Error::kBusy:
-      return HSA_STATUS_ERROR;
-  }
-  return HSA_STATUS_ERROR;
+  return skin::ToVendor(kErrors, error);
 }
 
 }  // namespace hal::sim::hsa
 
-namespace hal::sim::engine {
-Engine& ControlEngine() { return hsa::E(); }
-}  // namespace hal::sim::engine
+HALSIM_DEFINE_CONTROL_EXPORTS(::hal::sim::hsa::L)
 
 using namespace hal::sim::hsa;  // NOLINT: the C ABI edge
 namespace engine = hal::sim::engine;
+namespace skin = hal::sim::skin;
 
 // ---------------------------------------------------------------------------
 // Initialization and errors.
@@ -217,7 +240,7 @@ HALSIM_EXPORT hsa_status_t hsa_init() {
   LibraryState& s = State();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.init_count == 0) {
-    if (!engine::ConfigureFromEnvironment(E(), "HALSIM_HSA_")) {
+    if (!L().ApplyEnvironment()) {
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     BuildTopologyLocked(s);
@@ -241,64 +264,11 @@ HALSIM_EXPORT hsa_status_t hsa_shut_down() {
 HALSIM_EXPORT hsa_status_t hsa_status_string(hsa_status_t status,
                                              const char** out) {
   if (!out) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  switch (static_cast<int>(status)) {
-#define HALSIM_STATUS(s, text) \
-  case s:                      \
-    *out = #s ": " text;       \
-    return HSA_STATUS_SUCCESS;
-    HALSIM_STATUS(HSA_STATUS_SUCCESS,
-                  "The function has been executed successfully.")
-    HALSIM_STATUS(HSA_STATUS_INFO_BREAK,
-                  "A traversal over a list of elements has been interrupted by "
-                  "the application.")
-    HALSIM_STATUS(HSA_STATUS_ERROR, "A generic error has occurred.")
-    HALSIM_STATUS(
-        HSA_STATUS_ERROR_INVALID_ARGUMENT,
-        "One of the actual arguments does not meet a precondition stated in "
-        "the documentation of the corresponding formal argument.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_QUEUE_CREATION,
-                  "The requested queue creation is not valid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_ALLOCATION,
-                  "The requested allocation is not valid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_AGENT, "The agent is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_REGION,
-                  "The memory region is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_SIGNAL, "The signal is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_QUEUE, "The queue is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_OUT_OF_RESOURCES,
-                  "The HSA runtime failed to allocate the necessary resources.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-                  "The AQL packet is malformed.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_RESOURCE_FREE,
-                  "An error has been detected while releasing a resource.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_NOT_INITIALIZED,
-                  "An API other than hsa_init has been invoked while the "
-                  "reference count of the HSA runtime is zero.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_EXECUTABLE,
-                  "The executable is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_FROZEN_EXECUTABLE,
-                  "The executable is frozen.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
-                  "There is no symbol with the given name.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
-                  "The code object is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER,
-                  "The code object reader is invalid.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
-                  "The arguments passed in are not compatible.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_EXCEPTION,
-                  "An HSAIL operation resulted in a hardware exception.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_FATAL,
-                  "An error has occurred in the runtime which is not "
-                  "recoverable; the application must exit.")
-    HALSIM_STATUS(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION,
-                  "The agent attempted to access memory beyond the largest "
-                  "legal address.")
-#undef HALSIM_STATUS
-    default:
-      *out = "unknown HSA status";
-      return HSA_STATUS_SUCCESS;
+  if (skin::ErrorText(kErrors, status, /*name=*/false, out) !=
+      skin::Code::kOk) {
+    *out = "unknown HSA status";
   }
+  return HSA_STATUS_SUCCESS;
 }
 
 HALSIM_EXPORT hsa_status_t hsa_system_get_info(hsa_system_info_t attribute,

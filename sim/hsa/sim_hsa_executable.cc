@@ -16,7 +16,6 @@
 #include <memory>
 
 #include "sim/engine/engine_amdgpu_elf.h"
-#include "sim/engine/engine_control.h"
 #include "sim/engine/engine_kernels.h"
 #include "sim/hsa/sim_hsa_internal.h"
 
@@ -24,21 +23,7 @@ namespace hal::sim::hsa {
 
 namespace {
 
-engine::KernelLibrary& TestKernels() {
-  static engine::KernelLibrary* kernels = [] {
-    std::string dir;
-    if (const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_HSA_");
-        env && *env) {
-      dir = env;
-    } else {
-#ifdef HALSIM_HSA_KERNEL_MODULES_DIR
-      dir = HALSIM_HSA_KERNEL_MODULES_DIR;
-#endif
-    }
-    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_hsa");
-  }();
-  return *kernels;
-}
+engine::KernelLibrary& TestKernels() { return L().kernels(); }
 
 engine::KernelLibrary& DeviceLibraryKernels() {
   static engine::KernelLibrary* kernels = [] {

@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
-
-#define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
+#include "sim/skin/skin_library.h"
 
 namespace hal::sim::hsa {
 
@@ -28,7 +27,9 @@ constexpr uint32_t kMaxQueueSize = 1u << 17;  // packets
 constexpr uint32_t kMinQueueSize = 64;
 constexpr size_t kAllocGranule = 4096;
 
-// The library's engine: one static at the C ABI edge, never destroyed.
+// The library's edge (sim/skin/skin_library.h: configuration, the device
+// loss handler, kernels, rule reports) and its engine.
+skin::Library& L();
 Engine& E();
 
 struct Pool;
@@ -156,10 +157,7 @@ hsa_status_t ToHsaStatus(engine::Error error);
 // Every entry point starts here: the engine's settle rule counts the thread
 // as inside a call. Async signal handlers run on the engine thread and may
 // call the signal API (HSA allows it); they take no guard there.
-#define HALSIM_ENTER()                                              \
-  std::optional<::hal::sim::engine::Engine::HostCall> halsim_call_; \
-  if (!::hal::sim::engine::Engine::InHostCallback())                \
-  halsim_call_.emplace(::hal::sim::hsa::E())
+#define HALSIM_ENTER() HALSIM_SKIN_ENTER_FROM_CALLBACKS(::hal::sim::hsa::L())
 
 #define HALSIM_NEED_INIT()                     \
   do {                                         \

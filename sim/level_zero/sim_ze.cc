@@ -53,18 +53,31 @@
 #include <cstring>
 #include <mutex>
 
-#include "sim/engine/engine_control.h"
 #include "sim/level_zero/sim_ze_internal.h"
+#include "sim/skin/skin_control.h"
 
 namespace hal::sim::ze {
 
 namespace {
 
+// clang-format off
+const skin::ErrorRow<ze_result_t> kErrors[] = {
+  HALSIM_ERROR_ROW(kOk, ZE_RESULT_SUCCESS, "success"),
+  HALSIM_ERROR_ROW(kInvalidValue, ZE_RESULT_ERROR_INVALID_ARGUMENT, "invalid argument"),
+  HALSIM_ERROR_ROW(kOutOfMemory, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, "out of device memory"),
+  // A failed op or kernel loses the device, as a GPU page fault does.
+  HALSIM_ERROR_ROW(kIllegalAddress, ZE_RESULT_ERROR_DEVICE_LOST, "device lost"),
+  HALSIM_ERROR_ROW(kLaunchFailed, ZE_RESULT_ERROR_DEVICE_LOST, "device lost"),
+  HALSIM_ERROR_ROW(kAlreadyRegistered, ZE_RESULT_ERROR_INVALID_ARGUMENT, "invalid argument"),
+  HALSIM_ERROR_ROW(kNotRegistered, ZE_RESULT_ERROR_INVALID_ARGUMENT, "invalid argument"),
+  HALSIM_ERROR_ROW(kNotReady, ZE_RESULT_NOT_READY, "not ready"),
+  HALSIM_ERROR_ROW(kNone, ZE_RESULT_ERROR_UNKNOWN, "unknown error"),
+};
+// clang-format on
+
 struct LibraryState {
   std::atomic<bool> initialized{false};
   Driver driver;
-  std::atomic<uint64_t> live[static_cast<int>(Kind::kCount)] = {};
-  std::atomic<uint64_t> violations{0};
   std::atomic<uint64_t> lists_executed{0};
 };
 
@@ -78,33 +91,26 @@ std::mutex& InitMutex() {
   return *mutex;
 }
 
-void ReportLeaksAtExit() {
-  if (!Initialized() || LiveHandles() == 0) return;
-  std::string list;
-  for (int k = 0; k < static_cast<int>(Kind::kCount); ++k) {
-    uint64_t n = State().live[k].load();
-    if (n == 0) continue;
-    if (!list.empty()) list += ", ";
-    list += std::to_string(n) + " " + KindName(static_cast<Kind>(k));
-  }
-  std::fprintf(stderr,
-               "halsim_ze: %llu Level Zero handles leaked at exit (%s); "
-               "seed=%llu\n",
-               static_cast<unsigned long long>(LiveHandles()), list.c_str(),
-               static_cast<unsigned long long>(E().seed()));
-}
-
 }  // namespace
 
-Engine& E() {
-  static Engine* engine = [] {
-    engine::Options options;
-    options.log_prefix = "halsim_ze";
-    options.device_memory_bytes = kDeviceMemoryBytes;
-    return new Engine(options);
-  }();
-  return *engine;
+skin::Library& L() {
+  static skin::Library* library = new skin::Library({
+      .log_prefix = "halsim_ze",
+      .api = "Level Zero",
+      .env_alias = "HALSIM_ZE_",
+      .devices_env = "HALSIM_ZE_DEVICES",
+      .kernel_dir = HALSIM_ZE_KERNEL_MODULES_DIR,
+      .callback_rule = nullptr,
+      // By Kind.
+      .kinds = {"context", "command queue", "command list", "event pool",
+                "event", "fence", "module", "module build log", "kernel",
+                "memory allocation"},
+      .device_memory_bytes = kDeviceMemoryBytes,
+  });
+  return *library;
 }
+
+Engine& E() { return L().engine(); }
 
 bool Initialized() { return State().initialized.load(); }
 Driver* TheDriver() { return &State().driver; }
@@ -116,87 +122,29 @@ Device* AsDevice(ze_device_handle_t h) {
   return dev;
 }
 
-const char* KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kContext:
-      return "context";
-    case Kind::kCommandQueue:
-      return "command queue";
-    case Kind::kCommandList:
-      return "command list";
-    case Kind::kEventPool:
-      return "event pool";
-    case Kind::kEvent:
-      return "event";
-    case Kind::kFence:
-      return "fence";
-    case Kind::kModule:
-      return "module";
-    case Kind::kBuildLog:
-      return "module build log";
-    case Kind::kKernel:
-      return "kernel";
-    case Kind::kMemory:
-      return "memory allocation";
-    case Kind::kCount:
-      break;
-  }
-  return "?";
-}
-
-void CountCreated(Kind kind) { ++State().live[static_cast<int>(kind)]; }
-void CountDestroyed(Kind kind) { --State().live[static_cast<int>(kind)]; }
+void CountCreated(Kind kind) { L().CountCreated(static_cast<int>(kind)); }
+void CountDestroyed(Kind kind) { L().CountDestroyed(static_cast<int>(kind)); }
 
 void CountListsExecuted(uint32_t n) { State().lists_executed += n; }
 
-uint64_t LiveHandles() {
-  uint64_t n = 0;
-  for (const auto& live : State().live) n += live.load();
-  return n;
-}
+uint64_t LiveHandles() { return L().live_objects(); }
 
 ze_result_t Violation(ze_result_t result, const char* call, const char* fmt,
                       ...) {
-  ++State().violations;
-  char text[512];
   va_list args;
   va_start(args, fmt);
-  std::vsnprintf(text, sizeof(text), fmt, args);
+  L().ViolationV(call, fmt, args);
   va_end(args);
-  std::fprintf(stderr,
-               "halsim_ze: %s: %s (Level Zero spec violation; seed=%llu, "
-               "rerun with HALSIM_SEED=%llu)\n",
-               call, text, static_cast<unsigned long long>(E().seed()),
-               static_cast<unsigned long long>(E().seed()));
   return result;
 }
 
 ze_result_t ToZeResult(engine::Error error) {
-  using engine::Error;
-  switch (error) {
-    case Error::kOk:
-      return ZE_RESULT_SUCCESS;
-    case Error::kInvalidValue:
-      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    case Error::kOutOfMemory:
-      return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
-    case Error::kIllegalAddress:
-    case Error::kLaunchFailed:
-      return ZE_RESULT_ERROR_DEVICE_LOST;
-    case Error::kAlreadyRegistered:
-    case Error::kNotRegistered:
-      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    case Error::kBusy:
-      return ZE_RESULT_NOT_READY;
-  }
-  return ZE_RESULT_ERROR_UNKNOWN;
+  return skin::ToVendor(kErrors, error);
 }
 
 }  // namespace hal::sim::ze
 
-namespace hal::sim::engine {
-Engine& ControlEngine() { return ze::E(); }
-}  // namespace hal::sim::engine
+HALSIM_DEFINE_CONTROL_EXPORTS(::hal::sim::ze::L)
 
 using namespace hal::sim::ze;  // NOLINT: the C ABI edge
 
@@ -214,22 +162,13 @@ ze_result_t SimInit(ze_init_flags_t flags) {
   if (flags == ZE_INIT_FLAG_VPU_ONLY) return ZE_RESULT_ERROR_UNINITIALIZED;
   std::lock_guard<std::mutex> lock(InitMutex());
   if (Initialized()) return ZE_RESULT_SUCCESS;
-  if (!hal::sim::engine::ConfigureFromEnvironment(E(), "HALSIM_ZE_")) {
-    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  }
+  if (!L().ApplyEnvironment()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   Driver* d = TheDriver();
-  if (const char* env = std::getenv("HALSIM_ZE_DEVICES"); env && *env) {
-    int n = std::atoi(env);
-    if (n < 1 || n > kMaxDevices) {
-      std::fprintf(stderr, "halsim_ze: HALSIM_ZE_DEVICES=%s: want 1..%d\n", env,
-                   kMaxDevices);
-      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    }
-    d->device_count = static_cast<uint32_t>(n);
-  }
+  const int devices = L().ConfiguredDeviceCount(1, 1, kMaxDevices);
+  if (devices < 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  d->device_count = static_cast<uint32_t>(devices);
   for (int i = 0; i < kMaxDevices; ++i) d->devices[i].ordinal = i;
   State().initialized = true;
-  std::atexit(ReportLeaksAtExit);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -586,7 +525,7 @@ HALSIM_ZE_EMPTY_TABLE(zesGetTemperatureProcAddrTable,
 // The Level Zero counters of this library (beside halsim_control.h's).
 // Spec rules broken so far (each also an error returned and a stderr line).
 HALSIM_EXPORT uint64_t halsim_ze_rule_violations(void) {
-  return State().violations.load();
+  return L().violations();
 }
 // Handles created and not yet destroyed, of every kind.
 HALSIM_EXPORT uint64_t halsim_ze_live_handles(void) { return LiveHandles(); }

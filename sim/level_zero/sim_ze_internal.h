@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
-
-#define HALSIM_EXPORT extern "C" __attribute__((visibility("default")))
+#include "sim/skin/skin_library.h"
 
 namespace hal::sim::ze {
 
@@ -34,10 +33,13 @@ constexpr uint32_t kCopyGroup = 1;
 constexpr uint32_t kGroupCount = 2;
 constexpr uint32_t kQueuesPerGroup = 4;
 
-// The library's engine: one static at the C ABI edge, never destroyed.
+// The library's edge (sim/skin/skin_library.h: configuration, handle
+// counts, rule reports, kernels, the leak report) and its engine.
+skin::Library& L();
 Engine& E();
 
-// Object kinds whose live handles are counted (a leak report at exit).
+// Object kinds whose live handles are counted (a leak report at exit); the
+// library's kinds, in this order.
 enum class Kind : int {
   kContext,
   kCommandQueue,
@@ -51,7 +53,6 @@ enum class Kind : int {
   kMemory,
   kCount,
 };
-const char* KindName(Kind kind);
 void CountCreated(Kind kind);
 void CountDestroyed(Kind kind);
 // Live handles of every kind.
@@ -204,8 +205,7 @@ void FillKernelTable(ze_kernel_dditable_t* t);
 // Every entry point starts here; the engine's settle rule counts the thread
 // as inside a call. Level Zero has no host callbacks, so there is no
 // callback rule to check.
-#define HALSIM_ZE_ENTER() \
-  ::hal::sim::engine::Engine::HostCall halsim_api_call_(::hal::sim::ze::E())
+#define HALSIM_ZE_ENTER() HALSIM_SKIN_ENTER_CALL(::hal::sim::ze::L())
 
 #define HALSIM_ZE_NEED_INIT()                                                 \
   do {                                                                        \

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "drivers/level_zero/ze_spirv.h"
-#include "sim/engine/engine_control.h"
 #include "sim/engine/engine_kernels.h"
 #include "sim/level_zero/sim_ze_internal.h"
 
@@ -22,21 +21,7 @@ namespace engine = hal::sim::engine;
 
 namespace {
 
-engine::KernelLibrary& Kernels() {
-  static engine::KernelLibrary* kernels = [] {
-    std::string dir;
-    if (const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_ZE_");
-        env && *env) {
-      dir = env;
-    } else {
-#ifdef HALSIM_ZE_KERNEL_MODULES_DIR
-      dir = HALSIM_ZE_KERNEL_MODULES_DIR;
-#endif
-    }
-    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_ze");
-  }();
-  return *kernels;
-}
+engine::KernelLibrary& Kernels() { return L().kernels(); }
 
 struct BuildLog {
   std::string text;

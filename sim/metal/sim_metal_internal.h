@@ -7,11 +7,14 @@
 #include <functional>
 
 #include "sim/engine/engine.h"
+#include "sim/skin/skin_library.h"
 
 namespace hal::sim::metal {
 
-// The one engine of the simulated framework, configured from HALSIM_* /
-// HALSIM_METAL_* (seed, settle, races, trace, faults) on first use.
+// The framework's edge (sim/skin/skin_library.h) and its one engine, configured
+// from HALSIM_* / HALSIM_METAL_* (seed, settle, races, trace, faults) on first
+// use.
+skin::Library& L();
 engine::Engine& E();
 // Whether the environment's configuration was refused (a malformed
 // HALSIM_FAULTS, said on stderr): MTLCreateSystemDefaultDevice then returns
@@ -19,11 +22,13 @@ engine::Engine& E();
 bool ConfigurationFailed();
 
 // Reports a broken Metal rule on stderr ("halsim_metal: Metal rule
-// violated: ...; seed=N") and counts it. printf-style.
+// violated: ...; seed=N (rerun with HALSIM_SEED=N)") and counts it.
+// printf-style.
 void Violation(const char* format, ...) __attribute__((format(printf, 1, 2)));
 uint64_t ViolationCount();
 
-// Live-object accounting per class (leaks are reported at exit).
+// Live-object accounting per class, as the library's kinds (leaks are
+// reported at exit).
 void CountAlloc(const char* class_name);
 void CountFree(const char* class_name);
 

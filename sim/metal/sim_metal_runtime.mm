@@ -1,5 +1,6 @@
-// The simulated Metal framework's shared state: the engine, rule reports,
-// object accounting and the callback thread (sim_metal_internal.h).
+// The simulated Metal framework's edge (sim/skin/skin_library.h: the engine,
+// configuration, rule reports, object accounting, the leak report) and its
+// callback thread (sim_metal_internal.h).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "sim/engine/engine_control.h"
+#include "sim/skin/skin_control.h"
 #include "sim/metal/sim_metal_internal.h"
 
 namespace hal::sim::metal {
@@ -21,41 +22,7 @@ namespace {
 
 std::atomic<bool> g_configuration_failed{false};
 
-struct Accounting {
-  std::mutex mutex;
-  std::map<std::string, int64_t> live;
-  std::atomic<uint64_t> violations{0};
-};
-Accounting& Acct() {
-  static Accounting* a = new Accounting();
-  return *a;
-}
-
 void DrainCallbacks();
-
-void ReportAtExit() {
-  // Objects are released at the end of completion handlers: let the ones
-  // already posted finish, so that a command buffer whose last handler is
-  // still returning is not counted as leaked.
-  DrainCallbacks();
-  std::string list;
-  int64_t total = 0;
-  {
-    std::lock_guard<std::mutex> lock(Acct().mutex);
-    for (const auto& [name, n] : Acct().live) {
-      if (n == 0) continue;
-      total += n;
-      if (!list.empty()) list += ", ";
-      list += std::to_string(n) + " " + name;
-    }
-  }
-  if (total > 0) {
-    std::fprintf(stderr,
-                 "halsim_metal: %lld Metal objects leaked at exit (%s); "
-                 "seed=%llu\n",
-                 (long long)total, list.c_str(), (unsigned long long)E().seed());
-  }
-}
 
 class CallbackThread {
  public:
@@ -110,57 +77,58 @@ void DrainCallbacks() { Callbacks().Drain(std::chrono::seconds(5)); }
 
 }  // namespace
 
-engine::Engine& E() {
-  static engine::Engine* engine = [] {
-    engine::Options options;
-    options.log_prefix = "halsim_metal";
-    auto* e = new engine::Engine(options);
-    // The shared variables and their HALSIM_METAL_ aliases, read the same
-    // way as every other simulated library (engine_control.h). A malformed
-    // fault plan leaves the engine without faults and makes
-    // MTLCreateSystemDefaultDevice return nil (ConfigurationFailed()).
-    if (!engine::ConfigureFromEnvironment(*e, "HALSIM_METAL_")) {
-      g_configuration_failed.store(true);
-    }
-    std::atexit(ReportAtExit);
-    return e;
+skin::Library& L() {
+  static skin::Library* library = [] {
+    auto* l = new skin::Library({
+        .log_prefix = "halsim_metal",
+        .api = "Metal",
+        .env_alias = "HALSIM_METAL_",
+        .devices_env = nullptr,
+        .kernel_dir = HALSIM_METAL_KERNEL_MODULES_DIR,
+        .callback_rule = nullptr,
+        .kinds = {},
+        .device_memory_bytes = size_t{16} << 30,
+        // Objects are released at the end of completion handlers: let the
+        // ones already posted finish, so that a command buffer whose last
+        // handler is still returning is not counted as leaked.
+        .before_leak_report = &DrainCallbacks,
+    });
+    // Metal has no init call: the shared variables and their HALSIM_METAL_
+    // aliases are read on first use. A malformed fault plan leaves the
+    // engine without faults and makes MTLCreateSystemDefaultDevice return
+    // nil (ConfigurationFailed()).
+    if (!l->ApplyEnvironment()) g_configuration_failed.store(true);
+    return l;
   }();
-  return *engine;
+  return *library;
 }
 
+engine::Engine& E() { return L().engine(); }
+
 bool ConfigurationFailed() {
-  E();
+  L();
   return g_configuration_failed.load();
 }
 
 void Violation(const char* format, ...) {
-  char text[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(text, sizeof(text), format, args);
+  L().ViolationV(nullptr, format, args);
   va_end(args);
-  Acct().violations.fetch_add(1);
-  std::fprintf(stderr, "halsim_metal: Metal rule violated: %s; seed=%llu\n", text,
-               (unsigned long long)E().seed());
 }
 
-uint64_t ViolationCount() { return Acct().violations.load(); }
+uint64_t ViolationCount() { return L().violations(); }
 
 void CountAlloc(const char* class_name) {
-  std::lock_guard<std::mutex> lock(Acct().mutex);
-  ++Acct().live[class_name];
+  L().CountCreated(L().KindId(class_name));
 }
 
 void CountFree(const char* class_name) {
-  std::lock_guard<std::mutex> lock(Acct().mutex);
-  --Acct().live[class_name];
+  L().CountDestroyed(L().KindId(class_name));
 }
 
 void RunOnCallbackThread(std::function<void()> fn) { Callbacks().Post(std::move(fn)); }
 
 }  // namespace hal::sim::metal
 
-// The halsim_control.h exports (engine_control.cc) act on this engine.
-namespace hal::sim::engine {
-Engine& ControlEngine() { return metal::E(); }
-}  // namespace hal::sim::engine
+HALSIM_DEFINE_CONTROL_EXPORTS(::hal::sim::metal::L)

@@ -11,7 +11,7 @@
 // across streams.
 #include <cstdio>
 
-#include "sim/skin/skin.h"
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::skin {
 
@@ -28,8 +28,8 @@ Code AddNode(Graph* graph, const void* const* deps, size_t num_deps,
   return Code::kOk;
 }
 
-Code FillNodeWork(Library& lib, Graph* graph, uintptr_t dst, uint32_t value,
-                  unsigned size, size_t width, size_t height,
+Code FillNodeWork(StreamLibrary& lib, Graph* graph, uintptr_t dst,
+                  uint32_t value, unsigned size, size_t width, size_t height,
                   engine::Work* out) {
   if (!graph) return Code::kInvalidValue;
   if (height != 1) {
@@ -45,7 +45,7 @@ Code FillNodeWork(Library& lib, Graph* graph, uintptr_t dst, uint32_t value,
   return Code::kOk;
 }
 
-Code Instantiate(Library& lib, Graph* graph, unsigned long long flags,
+Code Instantiate(StreamLibrary& lib, Graph* graph, unsigned long long flags,
                  GraphExec** out) {
   if (!out || !graph) return Code::kInvalidValue;
   if (flags != 0) return Code::kNotSupported;
@@ -53,21 +53,21 @@ Code Instantiate(Library& lib, Graph* graph, unsigned long long flags,
   return Code::kOk;
 }
 
-Code LaunchGraph(Library& lib, const void* handle, Stream* stream) {
+Code LaunchGraph(StreamLibrary& lib, const void* handle, Stream* stream) {
   GraphExec* exec = lib.Find<GraphExec>(handle);
   if (!exec) return Code::kInvalidValue;
   if (!stream) return Code::kInvalidHandle;  // no legacy default stream
   return FromEngine(exec->exec.Launch(stream->queue));
 }
 
-Code DestroyGraph(Library& lib, const void* graph) {
-  return lib.Delete<Graph>(graph) == Code::kOk ? Code::kOk
-                                               : Code::kInvalidValue;
+Code DestroyGraph(StreamLibrary& lib, const void* graph) {
+  return lib.Destroy<Graph>(graph) == Code::kOk ? Code::kOk
+                                                : Code::kInvalidValue;
 }
 
-Code DestroyGraphExec(Library& lib, const void* exec) {
-  return lib.Delete<GraphExec>(exec) == Code::kOk ? Code::kOk
-                                                  : Code::kInvalidValue;
+Code DestroyGraphExec(StreamLibrary& lib, const void* exec) {
+  return lib.Destroy<GraphExec>(exec) == Code::kOk ? Code::kOk
+                                                   : Code::kInvalidValue;
 }
 
 }  // namespace hal::sim::skin

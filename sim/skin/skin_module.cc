@@ -8,11 +8,12 @@
 // (sticky), as a GPU's memory fault.
 #include <cstdio>
 
-#include "sim/skin/skin.h"
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::skin {
 
-Function* AddFunction(Library& lib, Module* module, const std::string& name) {
+Function* AddFunction(StreamLibrary& lib, Module* module,
+                      const std::string& name) {
   auto f = std::make_unique<Function>();
   f->name = name;
   f->native = lib.kernels().Find(name, &f->kernel);
@@ -21,7 +22,7 @@ Function* AddFunction(Library& lib, Module* module, const std::string& name) {
   return raw;
 }
 
-Code GetFunction(Library& lib, const void* handle, const char* name,
+Code GetFunction(StreamLibrary& lib, const void* handle, const char* name,
                  const char* format, Function** out) {
   Module* module = lib.Find<Module>(handle);
   if (!out || !module || !name) return Code::kInvalidValue;
@@ -39,7 +40,7 @@ Code GetFunction(Library& lib, const void* handle, const char* name,
   return Code::kOk;
 }
 
-Code LaunchWork(Library& lib, const LaunchLimits& limits, Scope* scope,
+Code LaunchWork(StreamLibrary& lib, const LaunchLimits& limits, Scope* scope,
                 const Function* f, const uint32_t grid[3],
                 const uint32_t block[3], unsigned shared_bytes, void** params,
                 engine::Work* out) {
@@ -75,7 +76,7 @@ Code LaunchWork(Library& lib, const LaunchLimits& limits, Scope* scope,
   return Code::kOk;
 }
 
-Code EnqueueKernel(Library& lib, Stream* stream, engine::Work work) {
+Code EnqueueKernel(StreamLibrary& lib, Stream* stream, engine::Work work) {
   if (!stream) return Code::kInvalidHandle;  // no legacy default stream
   engine::Op op;
   op.name = "kernel";

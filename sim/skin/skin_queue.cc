@@ -1,23 +1,23 @@
 // Streams, events, host functions and memory for every skin: streams are
 // engine queues, events views of engine signals, memory the engine's.
-#include "sim/skin/skin.h"
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::skin {
 
 using engine::MemoryKind;
 
-Stream* NewStream(Library& lib, Scope* scope) {
+Stream* NewStream(StreamLibrary& lib, Scope* scope) {
   return lib.New<Stream>(scope, lib.engine().CreateQueue());
 }
 
-Code DestroyStream(Library& lib, const void* handle) {
+Code DestroyStream(StreamLibrary& lib, const void* handle) {
   Stream* stream = lib.Find<Stream>(handle);
   if (!stream) return Code::kInvalidHandle;
   lib.engine().DestroyQueue(stream->queue);
-  return lib.Delete<Stream>(handle);
+  return lib.Destroy<Stream>(handle);
 }
 
-Code SynchronizeStream(Library& lib, Stream* stream) {
+Code SynchronizeStream(StreamLibrary& lib, Stream* stream) {
   if (!stream) return Code::kInvalidHandle;
   lib.engine().Synchronize(stream->queue);
   return FromEngine(stream->scope->domain.error());
@@ -40,7 +40,7 @@ Code SynchronizeEvent(Event* event) {
   return FromEngine(event->event.Synchronize());
 }
 
-Code StreamWaitEvent(Library& lib, Stream* stream, Event* event,
+Code StreamWaitEvent(StreamLibrary& lib, Stream* stream, Event* event,
                      const char* call) {
   if (!event) return Code::kInvalidValue;
   if (!stream) return Code::kInvalidHandle;  // no legacy default stream
@@ -48,14 +48,14 @@ Code StreamWaitEvent(Library& lib, Stream* stream, Event* event,
       event->event.EnqueueWait(stream->queue, call, lib.options().api));
 }
 
-Code LaunchHostFunction(Library& lib, Stream* stream,
+Code LaunchHostFunction(StreamLibrary& lib, Stream* stream,
                         std::function<void()> fn) {
   if (!stream) return Code::kInvalidHandle;  // no legacy default stream
   return FromEngine(
       lib.engine().EnqueueHostFunction(stream->queue, std::move(fn)));
 }
 
-Code Allocate(Library& lib, void** out, size_t size, MemoryKind kind,
+Code Allocate(StreamLibrary& lib, void** out, size_t size, MemoryKind kind,
               size_t alignment, bool zero_is_null) {
   if (!out) return Code::kInvalidValue;
   *out = nullptr;
@@ -63,7 +63,7 @@ Code Allocate(Library& lib, void** out, size_t size, MemoryKind kind,
   return FromEngine(lib.engine().Allocate(size, kind, alignment, out));
 }
 
-Code CheckHostPointer(Library& lib, const void* p) {
+Code CheckHostPointer(StreamLibrary& lib, const void* p) {
   engine::Allocation a;
   if (!lib.engine().FindAllocation(reinterpret_cast<uintptr_t>(p), &a) ||
       (a.kind != MemoryKind::kHost && a.kind != MemoryKind::kRegistered)) {
@@ -72,7 +72,7 @@ Code CheckHostPointer(Library& lib, const void* p) {
   return Code::kOk;
 }
 
-Code FreeAsync(Library& lib, uintptr_t p, Stream* stream) {
+Code FreeAsync(StreamLibrary& lib, uintptr_t p, Stream* stream) {
   engine::Allocation a;
   if (!lib.engine().AllocationAt(p, &a) || a.kind == MemoryKind::kHost ||
       a.kind == MemoryKind::kRegistered) {
@@ -82,7 +82,7 @@ Code FreeAsync(Library& lib, uintptr_t p, Stream* stream) {
   return FromEngine(lib.engine().EnqueueFree(stream->queue, p));
 }
 
-Code CopyAsync(Library& lib, Stream* stream, uintptr_t dst, uintptr_t src,
+Code CopyAsync(StreamLibrary& lib, Stream* stream, uintptr_t dst, uintptr_t src,
                size_t bytes) {
   if ((!dst || !src) && bytes) return Code::kInvalidValue;
   if (!stream) return Code::kInvalidHandle;
@@ -95,8 +95,8 @@ Code CopyAsync(Library& lib, Stream* stream, uintptr_t dst, uintptr_t src,
   return FromEngine(lib.engine().Enqueue(stream->queue, std::move(op)));
 }
 
-Code FillAsync(Library& lib, Stream* stream, uintptr_t dst, uint32_t value,
-               int size, size_t count) {
+Code FillAsync(StreamLibrary& lib, Stream* stream, uintptr_t dst,
+               uint32_t value, int size, size_t count) {
   if ((!dst && count) || dst % size) return Code::kInvalidValue;
   if (!stream) return Code::kInvalidHandle;
   engine::Op op;

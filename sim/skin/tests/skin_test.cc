@@ -1,12 +1,12 @@
-// Unit tests of what the CUDA and HIP skins share (sim/skin/skin.h), with
-// no vendor header: the handle table, the error tables, device queries and
+// Unit tests of what the CUDA and HIP skins share (sim/skin/skin_stream.h),
+// with no vendor header: the handle table, the error tables, device queries and
 // primary scopes, stream work through the engine, launch checks and the
 // host-callback rule.
-#include "sim/skin/skin.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
+
+#include "sim/skin/skin_stream.h"
 
 namespace hal::sim::skin {
 namespace {
@@ -22,9 +22,9 @@ LibraryOptions TestOptions(const char* prefix) {
 
 // An initialised library that steps as soon as work is ready (never
 // destroyed, as a skin's).
-Library& Lib() {
-  static Library* lib = [] {
-    auto* l = new Library(TestOptions("skin_test"));
+StreamLibrary& Lib() {
+  static StreamLibrary* lib = [] {
+    auto* l = new StreamLibrary(TestOptions("skin_test"));
     EXPECT_EQ(l->Init(0), Code::kOk);
     l->engine().SetSettleNs(0);
     return l;
@@ -33,11 +33,11 @@ Library& Lib() {
 }
 
 TEST(SkinHandles, DestroyedForeignAndMistypedHandlesAreRefused) {
-  Library& lib = Lib();
-  const uint64_t live = lib.live_handles();
+  StreamLibrary& lib = Lib();
+  const uint64_t live = lib.live_objects();
   Stream* stream = NewStream(lib, lib.device(0));
   Event* event = lib.New<Event>(lib.engine(), lib.device(0));
-  EXPECT_EQ(lib.live_handles(), live + 2);
+  EXPECT_EQ(lib.live_objects(), live + 2);
   EXPECT_EQ(lib.Find<Stream>(stream), stream);
   EXPECT_EQ(lib.Find<Event>(stream), nullptr) << "a stream is not an event";
   int foreign = 0;
@@ -47,9 +47,9 @@ TEST(SkinHandles, DestroyedForeignAndMistypedHandlesAreRefused) {
   EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
   EXPECT_EQ(lib.Find<Stream>(stream), nullptr);
   EXPECT_EQ(DestroyStream(lib, stream), Code::kInvalidHandle) << "twice";
-  EXPECT_EQ(lib.Delete<Stream>(event), Code::kInvalidHandle);
-  EXPECT_EQ(lib.Delete<Event>(event), Code::kOk);
-  EXPECT_EQ(lib.live_handles(), live);
+  EXPECT_EQ(lib.Destroy<Stream>(event), Code::kInvalidHandle);
+  EXPECT_EQ(lib.Destroy<Event>(event), Code::kOk);
+  EXPECT_EQ(lib.live_objects(), live);
   EXPECT_EQ(DestroyGraph(lib, event), Code::kInvalidValue);
 }
 
@@ -80,12 +80,13 @@ TEST(SkinErrors, OneTableMapsCodesNamesAndTexts) {
 }
 
 TEST(SkinDevices, QueriesAndPrimaryScopes) {
-  static Library* fresh = new Library(TestOptions("skin_test_fresh"));
+  static StreamLibrary* fresh =
+      new StreamLibrary(TestOptions("skin_test_fresh"));
   int count = -1;
   EXPECT_EQ(fresh->DeviceCount(&count), Code::kNotInitialized);
   EXPECT_EQ(fresh->Init(1), Code::kInvalidValue);
 
-  Library& lib = Lib();
+  StreamLibrary& lib = Lib();
   EXPECT_EQ(lib.DeviceCount(&count), Code::kOk);
   EXPECT_EQ(count, 1);
   int ordinal = -1;
@@ -108,7 +109,7 @@ TEST(SkinDevices, QueriesAndPrimaryScopes) {
 }
 
 TEST(SkinQueue, FillCopyRecordAndMisuse) {
-  Library& lib = Lib();
+  StreamLibrary& lib = Lib();
   Scope* scope = lib.device(0);
   Stream* stream = NewStream(lib, scope);
   void* a = nullptr;
@@ -139,12 +140,12 @@ TEST(SkinQueue, FillCopyRecordAndMisuse) {
   EXPECT_EQ(FreeAsync(lib, Address(a), stream), Code::kOk);
   EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
   EXPECT_EQ(lib.engine().Free(Address(b), /*host=*/true), engine::Error::kOk);
-  EXPECT_EQ(lib.Delete<Event>(event), Code::kOk);
+  EXPECT_EQ(lib.Destroy<Event>(event), Code::kOk);
   EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
 }
 
 TEST(SkinLaunch, LimitsBlockSizeAndParameters) {
-  Library& lib = Lib();
+  StreamLibrary& lib = Lib();
   hal_sim_kernel_info info = {HAL_SIM_KERNEL_ABI_VERSION, 1, 0, {64, 1, 1}};
   Function f;
   f.name = "k";
@@ -184,7 +185,7 @@ Code Api(const char* name) {
 }
 
 TEST(SkinRules, ApiCallsFromHostCallbacksAreViolations) {
-  Library& lib = Lib();
+  StreamLibrary& lib = Lib();
   Stream* stream = NewStream(lib, lib.device(0));
   const uint64_t before = lib.engine().counters().host_callback_violations;
   Code inner = Code::kNone;
@@ -199,8 +200,3 @@ TEST(SkinRules, ApiCallsFromHostCallbacksAreViolations) {
 
 }  // namespace
 }  // namespace hal::sim::skin
-
-// engine_control.cc (the halsim_control.h exports) over the test library.
-namespace hal::sim::engine {
-Engine& ControlEngine() { return skin::Lib().engine(); }
-}  // namespace hal::sim::engine
