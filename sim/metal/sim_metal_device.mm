@@ -1,5 +1,5 @@
 // The simulated Metal framework: Objective-C classes over the shared engine
-// (sim/engine/) that answer to the protocols of drivers/metal/Metal/Metal.h,
+// (sim/engine/) that answer to the protocols of Metal/Metal.h (sim/metal/include/),
 // and check the Metal rules real hardware punishes (each violation reported
 // with the seed, sim_metal_internal.h):
 //   * one active encoder per command buffer; endEncoding before the next

@@ -1,10 +1,12 @@
-// A project-written Metal/Metal.h for building the Metal driver off Apple
-// platforms: only the protocols, classes, types and selectors the driver
-// uses, with Apple's names and signatures (from Apple's Metal documentation,
+// The simulated Metal framework's interface: a project-written
+// Metal/Metal.h for building the Metal driver off Apple platforms: only the
+// protocols, classes, types and selectors the driver uses, with Apple's
+// names and signatures (from Apple's Metal documentation,
 // https://developer.apple.com/documentation/metal). On Linux the simulated
-// Metal framework (sim/metal/) implements them; on macOS the real
-// <Metal/Metal.h> from the SDK is used instead and this file is not on the
-// include path.
+// Metal framework (sim/metal/) implements them, and its CMake target
+// (halsim_metal) puts sim/metal/include on the include path of whatever links
+// it, the Metal driver included; on macOS the real <Metal/Metal.h> from the
+// SDK is used instead and this file is not on the include path.
 //
 // Objective-C only: included from drivers/metal/*.mm and sim/metal/*.mm.
 #pragma once
