@@ -4,11 +4,10 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_allocator.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
 
 #import "Metal/Metal.h"
-
 #include "hal/allocator.h"
 #include "hal/buffer.h"
 
@@ -26,17 +25,19 @@ class MetalAllocator final : public Allocator {
   StatusOr<Ref<Buffer>> Reserve(const BufferParams& params, DeviceSize size);
 
  protected:
-  BufferCompatibility QueryCompatibilityImpl(const BufferParams& params, DeviceSize size,
-                                             BufferParams* out_resolved) override;
-  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params, DeviceSize size) override;
+  BufferCompatibility QueryCompatibilityImpl(
+      const BufferParams& params, DeviceSize size,
+      BufferParams* out_resolved) override;
+  StatusOr<Ref<Buffer>> AllocateBufferImpl(const BufferParams& params,
+                                           DeviceSize size) override;
   // newBufferWithBytesNoCopy: wraps whole pages, so the pointer and the
   // length must be page aligned (INVALID_ARGUMENT otherwise); the release
   // callback becomes the deallocator, which Metal runs when the MTLBuffer
   // is deallocated (not when the HAL buffer goes: command buffers in flight
   // keep it).
-  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(const BufferParams& params, void* ptr,
-                                                 DeviceSize size,
-                                                 ReleaseCallback release) override;
+  StatusOr<Ref<Buffer>> ImportHostAllocationImpl(
+      const BufferParams& params, void* ptr, DeviceSize size,
+      ReleaseCallback release) override;
 
  private:
   id<MTLDevice> device_;  // retained

@@ -32,16 +32,18 @@ MetalAllocator::MetalAllocator(id<MTLDevice> device, bool managed)
 
 MetalAllocator::~MetalAllocator() { [device_ release]; }
 
-StatusOr<Ref<Buffer>> MetalAllocator::Reserve(const BufferParams& params, DeviceSize size) {
-  HAL_RETURN_IF_ERROR(CheckAllocationSize(params, size, [device_ recommendedMaxWorkingSetSize],
-                                          /*host_backed=*/false));
+StatusOr<Ref<Buffer>> MetalAllocator::Reserve(const BufferParams& params,
+                                              DeviceSize size) {
+  HAL_RETURN_IF_ERROR(
+      CheckAllocationSize(params, size, [device_ recommendedMaxWorkingSetSize],
+                          /*host_backed=*/false));
   Buffer::Params p = MakeBufferParams(params, size, BufferState::kReserved);
-  return Ref<Buffer>::Adopt(new MetalBuffer(p, device_, params.min_alignment, managed_));
+  return Ref<Buffer>::Adopt(
+      new MetalBuffer(p, device_, params.min_alignment, managed_));
 }
 
-BufferCompatibility MetalAllocator::QueryCompatibilityImpl(const BufferParams& params,
-                                                           DeviceSize size,
-                                                           BufferParams* out_resolved) {
+BufferCompatibility MetalAllocator::QueryCompatibilityImpl(
+    const BufferParams& params, DeviceSize size, BufferParams* out_resolved) {
   BufferParams r = params;
   if (AllOf(r.type, MemoryType::kOptimal)) {
     r.type = r.type & ~MemoryType::kOptimal;
@@ -59,21 +61,22 @@ BufferCompatibility MetalAllocator::QueryCompatibilityImpl(const BufferParams& p
   if (r.min_alignment < kDefaultAlignment) r.min_alignment = kDefaultAlignment;
   *out_resolved = r;
   // Host memory imports as Shared storage (newBufferWithBytesNoCopy:).
-  return host_visible ? BufferCompatibility::kAllocatable | BufferCompatibility::kImportable
+  return host_visible ? BufferCompatibility::kAllocatable |
+                            BufferCompatibility::kImportable
                       : BufferCompatibility::kAllocatable;
 }
 
-StatusOr<Ref<Buffer>> MetalAllocator::AllocateBufferImpl(const BufferParams& params,
-                                                         DeviceSize size) {
+StatusOr<Ref<Buffer>> MetalAllocator::AllocateBufferImpl(
+    const BufferParams& params, DeviceSize size) {
   HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer, Reserve(params, size));
   HAL_RETURN_IF_ERROR(static_cast<MetalBuffer*>(buffer.get())->Commit());
   buffer->TransitionState(BufferState::kReserved, BufferState::kLive);
   return buffer;
 }
 
-StatusOr<Ref<Buffer>> MetalAllocator::ImportHostAllocationImpl(const BufferParams& params,
-                                                               void* ptr, DeviceSize size,
-                                                               ReleaseCallback release) {
+StatusOr<Ref<Buffer>> MetalAllocator::ImportHostAllocationImpl(
+    const BufferParams& params, void* ptr, DeviceSize size,
+    ReleaseCallback release) {
   BufferParams p = params;
   p.type |= MemoryType::kHostCoherent;  // Shared storage
   p.min_alignment = std::max<DeviceSize>(p.min_alignment, kDefaultAlignment);
@@ -82,23 +85,29 @@ StatusOr<Ref<Buffer>> MetalAllocator::ImportHostAllocationImpl(const BufferParam
   if (size == 0) {
     // Metal has no empty no-copy buffer: an empty Shared one, as an empty
     // allocation gets; the memory (none) is released with the buffer.
-    auto* buffer = new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
+    auto* buffer =
+        new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
     Ref<Buffer> ref = Ref<Buffer>::Adopt(buffer);
     id<MTLBuffer> empty;
     @autoreleasepool {
-      empty = [device_ newBufferWithLength:0 options:MTLResourceStorageModeShared];
+      empty = [device_ newBufferWithLength:0
+                                   options:MTLResourceStorageModeShared];
     }
-    if (!empty) return ResourceExhaustedError("Metal: newBufferWithLength:0 returned nil");
+    if (!empty)
+      return ResourceExhaustedError(
+          "Metal: newBufferWithLength:0 returned nil");
     buffer->AdoptImported(empty);
     buffer->set_release(std::move(release));
     RecordImport();
     return ref;
   }
   if (reinterpret_cast<uintptr_t>(ptr) % page != 0 || size % page != 0) {
-    return InvalidArgumentError(
-        "Metal: host import wraps whole pages (newBufferWithBytesNoCopy:): the pointer and "
-        "the length must be multiples of the %llu-byte page; got %p + %llu bytes",
-        (unsigned long long)page, ptr, (unsigned long long)size);
+    return InvalidArgumentError("Metal: host import wraps whole pages "
+                                "(newBufferWithBytesNoCopy:): the pointer and "
+                                "the length must be multiples of the %llu-byte "
+                                "page; got %p + %llu bytes",
+                                (unsigned long long)page, ptr,
+                                (unsigned long long)size);
   }
   auto* state = new ImportRelease{std::move(release)};
   id<MTLBuffer> wrapped;
@@ -114,10 +123,12 @@ StatusOr<Ref<Buffer>> MetalAllocator::ImportHostAllocationImpl(const BufferParam
   if (!wrapped) {
     // No buffer, no deallocator call: the caller keeps the memory.
     delete state;
-    return InvalidArgumentError("Metal: newBufferWithBytesNoCopy:%p length:%llu returned nil", ptr,
-                                (unsigned long long)size);
+    return InvalidArgumentError(
+        "Metal: newBufferWithBytesNoCopy:%p length:%llu returned nil", ptr,
+        (unsigned long long)size);
   }
-  auto* buffer = new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
+  auto* buffer =
+      new MetalBuffer(bp, device_, p.min_alignment, /*managed=*/false);
   buffer->AdoptImported(wrapped);
   RecordImport();
   return Ref<Buffer>::Adopt(buffer);

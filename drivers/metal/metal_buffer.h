@@ -4,15 +4,14 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_buffer.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
-
-#import "Metal/Metal.h"
 
 #include <mutex>
 #include <set>
 #include <utility>
 
+#import "Metal/Metal.h"
 #include "hal/allocator.h"
 #include "hal/buffer.h"
 
@@ -22,7 +21,8 @@ class MetalBuffer final : public Buffer {
  public:
   // A buffer without memory yet (Commit makes its MTLBuffer). `managed`:
   // host-visible memory is Managed storage (two copies) instead of Shared.
-  MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment, bool managed);
+  MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment,
+              bool managed);
 
   // Makes the MTLBuffer: Shared (or Managed) storage for host-visible
   // memory, Private for device-only memory. Above a page (where every
@@ -39,7 +39,9 @@ class MetalBuffer final : public Buffer {
   DeviceSize offset() const;
   bool managed() const { return managed_; }
   // An empty import's release callback, run when the buffer goes.
-  void set_release(Allocator::ReleaseCallback release) { release_ = std::move(release); }
+  void set_release(Allocator::ReleaseCallback release) {
+    release_ = std::move(release);
+  }
   // Before a command buffer that uses a Managed, HOST_COHERENT buffer is
   // committed: the bytes of write mappings still open may hold host writes
   // the GPU must see (coherent memory is never flushed), so they are
@@ -52,10 +54,12 @@ class MetalBuffer final : public Buffer {
 
  protected:
   ~MetalBuffer() override;
-  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) override;
+  StatusOr<uint8_t*> MapImpl(DeviceSize offset, DeviceSize length,
+                             MemoryAccess access) override;
   // Managed and coherent: the host's writes are announced when the mapping
   // ends (non-coherent memory was flushed by Buffer::Unmap already).
-  Status UnmapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) override;
+  Status UnmapImpl(DeviceSize offset, DeviceSize length,
+                   MemoryAccess access) override;
   // Shared storage is coherent: nothing to flush or invalidate. Managed
   // storage: a flush announces the host's writes; nothing to invalidate,
   // because every command buffer that writes a Managed buffer ends with a

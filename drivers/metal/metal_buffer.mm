@@ -11,8 +11,8 @@ constexpr DeviceSize kPageAlignment = 4096;
 
 }  // namespace
 
-MetalBuffer::MetalBuffer(const Params& params, id<MTLDevice> device, DeviceSize alignment,
-                         bool managed)
+MetalBuffer::MetalBuffer(const Params& params, id<MTLDevice> device,
+                         DeviceSize alignment, bool managed)
     : Buffer(params),
       device_([device retain]),
       alignment_(alignment),
@@ -25,15 +25,18 @@ Status MetalBuffer::Commit() {
   const bool host_visible = AllOf(memory_type(), MemoryType::kHostVisible);
   const MTLResourceOptions options =
       !host_visible ? MTLResourceStorageModePrivate
-                    : (managed_ ? MTLResourceStorageModeManaged : MTLResourceStorageModeShared);
-  const DeviceSize pad = host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
+                    : (managed_ ? MTLResourceStorageModeManaged
+                                : MTLResourceStorageModeShared);
+  const DeviceSize pad =
+      host_visible && alignment_ > kPageAlignment ? alignment_ : 0;
   @autoreleasepool {
-    buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad) options:options];
+    buffer_ = [device_ newBufferWithLength:(NSUInteger)(byte_length() + pad)
+                                   options:options];
   }
   if (!buffer_) {
-    return ResourceExhaustedError("Metal: newBufferWithLength:%llu options:%lu returned nil",
-                                  (unsigned long long)(byte_length() + pad),
-                                  (unsigned long)options);
+    return ResourceExhaustedError(
+        "Metal: newBufferWithLength:%llu options:%lu returned nil",
+        (unsigned long long)(byte_length() + pad), (unsigned long)options);
   }
   if (pad) {
     const auto base = reinterpret_cast<uintptr_t>([buffer_ contents]);
@@ -103,11 +106,13 @@ StatusOr<uint8_t*> MetalBuffer::MapImpl(DeviceSize offset, DeviceSize length,
     return FailedPreconditionError(
         "Metal: a Private (device-only) MTLBuffer has no contents to map");
   }
-  if (managed_ && Any(access & MemoryAccess::kWrite)) open_writes_.emplace(offset, length);
+  if (managed_ && Any(access & MemoryAccess::kWrite))
+    open_writes_.emplace(offset, length);
   return static_cast<uint8_t*>(p) + offset_ + offset;
 }
 
-Status MetalBuffer::UnmapImpl(DeviceSize offset, DeviceSize length, MemoryAccess access) {
+Status MetalBuffer::UnmapImpl(DeviceSize offset, DeviceSize length,
+                              MemoryAccess access) {
   if (!managed_ || !Any(access & MemoryAccess::kWrite)) return OkStatus();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = open_writes_.find({offset, length});

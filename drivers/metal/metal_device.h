@@ -5,10 +5,8 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_device.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
-
-#import "Metal/Metal.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -19,6 +17,7 @@
 #include <set>
 #include <vector>
 
+#import "Metal/Metal.h"
 #include "drivers/metal/metal_driver.h"
 #include "hal/device.h"
 #include "hal/semaphore.h"
@@ -41,7 +40,9 @@ class MetalDevice final : public Device {
   // committed command buffer completes before the queues go.
   ~MetalDevice() override;
 
-  MetalWaitCounts wait_counts() const { return {encoded_waits_.load(), host_waits_.load()}; }
+  MetalWaitCounts wait_counts() const {
+    return {encoded_waits_.load(), host_waits_.load()};
+  }
 
   // Called when a host wait of `op` is reached (OK) or failed. The first
   // failure decides: the other host waits are cancelled.
@@ -52,35 +53,43 @@ class MetalDevice final : public Device {
  protected:
   StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial) override;
   StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
-  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                       Buffer* target, DeviceSize offset, DeviceSize length, const void* pattern,
+  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, Buffer* target, DeviceSize offset,
+                       DeviceSize length, const void* pattern,
                        size_t pattern_length) override;
-  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                         const void* source, Buffer* target, DeviceSize offset,
+  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
+                         SemaphoreList signal, const void* source,
+                         Buffer* target, DeviceSize offset,
                          DeviceSize length) override;
-  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                       Buffer* source, DeviceSize source_offset, Buffer* target,
+  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, Buffer* source,
+                       DeviceSize source_offset, Buffer* target,
                        DeviceSize target_offset, DeviceSize length) override;
-  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                          CommandBuffer* command_buffer, BindingTable bindings) override;
+  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
+                          SemaphoreList signal, CommandBuffer* command_buffer,
+                          BindingTable bindings) override;
   // The MTLBuffer is made at once (Metal has no deferred allocation); the
   // buffer is committed (usable) once the waits are reached.
-  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity, SemaphoreList wait,
-                                        SemaphoreList signal, const BufferParams& params,
+  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
+                                        SemaphoreList wait,
+                                        SemaphoreList signal,
+                                        const BufferParams& params,
                                         DeviceSize size) override;
-  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                           Buffer* buffer) override;
+  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal, Buffer* buffer) override;
   // Files go through a Shared staging MTLBuffer in two halves
   // (hal/utils/file_staging.h): a host call for the file's side, a blit copy
   // for the buffer's.
-  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                       File* source, uint64_t source_offset, Buffer* target,
+  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
+                       SemaphoreList signal, File* source,
+                       uint64_t source_offset, Buffer* target,
                        DeviceSize target_offset, DeviceSize length) override;
-  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                        Buffer* source, DeviceSize source_offset, File* target,
+  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
+                        SemaphoreList signal, Buffer* source,
+                        DeviceSize source_offset, File* target,
                         uint64_t target_offset, DeviceSize length) override;
-  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                           HostCallFn fn) override;
+  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal, HostCallFn fn) override;
   Status WaitIdleImpl(Timeout timeout) override;
 
  private:
@@ -97,8 +106,9 @@ class MetalDevice final : public Device {
   // Builds the operation's command buffer now (errors: nothing enqueued),
   // and commits it once every wait that cannot be encoded is reached.
   // `encode` owns what it needs (it may run after the call returns).
-  Status Submit(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                std::function<Status(Encoder&)> encode, std::unique_ptr<MetalOp> op = nullptr);
+  Status Submit(QueueAffinity affinity, SemaphoreList wait,
+                SemaphoreList signal, std::function<Status(Encoder&)> encode,
+                std::unique_ptr<MetalOp> op = nullptr);
   // The work and the encoded signals, into op->cb.
   Status EncodeWork(MetalOp* op);
   // Every host wait is decided: commit, or end without running.
@@ -115,7 +125,7 @@ class MetalDevice final : public Device {
   std::condition_variable idle_cv_;
   int64_t in_flight_ = 0;
   std::atomic<uint64_t> encoded_waits_{0}, host_waits_{0};
-  std::set<MetalOp*> held_;                               // waiting for a host wait
+  std::set<MetalOp*> held_;  // waiting for a host wait
   std::vector<std::unique_ptr<HostCallWorker>> workers_;  // per queue
 };
 

@@ -54,7 +54,8 @@ struct MetalDevice::FileStage {
 // Metal's thread.
 class MetalDevice::HostCallWorker {
  public:
-  explicit HostCallWorker(MetalDevice* device) : device_(device), thread_([this] { Main(); }) {}
+  explicit HostCallWorker(MetalDevice* device)
+      : device_(device), thread_([this] { Main(); }) {}
   ~HostCallWorker() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -99,8 +100,9 @@ StatusOr<Ref<Device>> MetalDevice::Create(const DeviceUri& uri) {
   @autoreleasepool {
     id<MTLDevice> device = MTLCreateSystemDefaultDevice();
     if (!device) {
-      return UnavailableError("Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
-                              "device)");
+      return UnavailableError(
+          "Metal: MTLCreateSystemDefaultDevice returned nil (no Metal "
+          "device)");
     }
     // Managed storage where the GPU has its own memory (an Intel Mac with
     // a discrete GPU); `managed=1` selects it anywhere (the simulated
@@ -116,7 +118,8 @@ StatusOr<Ref<Device>> MetalDevice::Create(const DeviceUri& uri) {
     info.uri = "metal:0";
     info.memory_bytes = [device recommendedMaxWorkingSetSize];
     info.queue_count = static_cast<int>(queues);
-    Ref<Allocator> allocator = Ref<Allocator>::Adopt(new MetalAllocator(device, *managed));
+    Ref<Allocator> allocator =
+        Ref<Allocator>::Adopt(new MetalAllocator(device, *managed));
     auto* d = new MetalDevice(std::move(info), std::move(allocator), device);
     [device release];
     return Ref<Device>::Adopt(d);
@@ -188,7 +191,8 @@ StatusOr<Ref<Semaphore>> MetalDevice::CreateSemaphoreImpl(uint64_t initial) {
   @autoreleasepool {
     id<MTLSharedEvent> event = [device_ newSharedEvent];
     if (!event) return InternalError("Metal: newSharedEvent returned nil");
-    Ref<Semaphore> s = Ref<Semaphore>::Adopt(new MetalSemaphore(event, initial));
+    Ref<Semaphore> s =
+        Ref<Semaphore>::Adopt(new MetalSemaphore(event, initial));
     [event release];
     return s;
   }
@@ -198,55 +202,67 @@ StatusOr<Ref<ExecutableCache>> MetalDevice::CreateExecutableCacheImpl() {
   return Ref<ExecutableCache>::Adopt(new MetalExecutableCache(device_));
 }
 
-Status MetalDevice::QueueFillImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                     Buffer* target, DeviceSize offset, DeviceSize length, const void* pattern,
-                     size_t pattern_length) {
+Status MetalDevice::QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
+                                  SemaphoreList signal, Buffer* target,
+                                  DeviceSize offset, DeviceSize length,
+                                  const void* pattern, size_t pattern_length) {
   uint32_t p = 0;
   std::memcpy(&p, pattern, pattern_length);
   const DeviceSize off = target->byte_offset() + offset;
-  return Submit(affinity, wait, signal,
-                [t = Ref<Buffer>(target), off, length, p, pattern_length](Encoder& e) {
-                  return e.Fill(t.get(), off, length, p, pattern_length);
-                });
+  return Submit(
+      affinity, wait, signal,
+      [t = Ref<Buffer>(target), off, length, p, pattern_length](Encoder& e) {
+        return e.Fill(t.get(), off, length, p, pattern_length);
+      });
 }
 
-Status MetalDevice::QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                       const void* source, Buffer* target, DeviceSize offset,
-                       DeviceSize length) {
+Status MetalDevice::QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
+                                    SemaphoreList signal, const void* source,
+                                    Buffer* target, DeviceSize offset,
+                                    DeviceSize length) {
   const DeviceSize off = target->byte_offset() + offset;
   const auto* bytes = static_cast<const uint8_t*>(source);
   return Submit(affinity, wait, signal,
-                [data = std::vector<uint8_t>(bytes, bytes + length), t = Ref<Buffer>(target), off,
-                 length](Encoder& e) { return e.Update(data.data(), t.get(), off, length); });
-}
-
-Status MetalDevice::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                     Buffer* source, DeviceSize source_offset, Buffer* target,
-                     DeviceSize target_offset, DeviceSize length) {
-  const DeviceSize so = source->byte_offset() + source_offset;
-  const DeviceSize to = target->byte_offset() + target_offset;
-  return Submit(affinity, wait, signal,
-                [s = Ref<Buffer>(source), t = Ref<Buffer>(target), so, to, length](Encoder& e) {
-                  return e.Copy(s.get(), so, t.get(), to, length);
+                [data = std::vector<uint8_t>(bytes, bytes + length),
+                 t = Ref<Buffer>(target), off, length](Encoder& e) {
+                  return e.Update(data.data(), t.get(), off, length);
                 });
 }
 
-Status MetalDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                        CommandBuffer* command_buffer, BindingTable bindings) {
+Status MetalDevice::QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
+                                  SemaphoreList signal, Buffer* source,
+                                  DeviceSize source_offset, Buffer* target,
+                                  DeviceSize target_offset, DeviceSize length) {
+  const DeviceSize so = source->byte_offset() + source_offset;
+  const DeviceSize to = target->byte_offset() + target_offset;
+  return Submit(
+      affinity, wait, signal,
+      [s = Ref<Buffer>(source), t = Ref<Buffer>(target), so, to, length](
+          Encoder& e) { return e.Copy(s.get(), so, t.get(), to, length); });
+}
+
+Status MetalDevice::QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
+                                     SemaphoreList signal,
+                                     CommandBuffer* command_buffer,
+                                     BindingTable bindings) {
   std::vector<Binding> table(bindings.begin(), bindings.end());
   std::vector<Ref<Buffer>> keep;
   for (const Binding& b : table) keep.emplace_back(b.buffer);
-  return Submit(
-      affinity, wait, signal,
-      [cb = Ref<CommandBuffer>(command_buffer), table = std::move(table), keep = std::move(keep)](
-          Encoder& e) { return cb ? e.Commands(cb.get(), table) : OkStatus(); });
+  return Submit(affinity, wait, signal,
+                [cb = Ref<CommandBuffer>(command_buffer),
+                 table = std::move(table), keep = std::move(keep)](Encoder& e) {
+                  return cb ? e.Commands(cb.get(), table) : OkStatus();
+                });
 }
 
-StatusOr<Ref<Buffer>> MetalDevice::QueueAllocaImpl(QueueAffinity affinity, SemaphoreList wait,
-                                      SemaphoreList signal, const BufferParams& params,
-                                      DeviceSize size) {
-  HAL_ASSIGN_OR_RETURN(Ref<Buffer> buffer,
-                       static_cast<MetalAllocator*>(allocator())->Reserve(params, size));
+StatusOr<Ref<Buffer>> MetalDevice::QueueAllocaImpl(QueueAffinity affinity,
+                                                   SemaphoreList wait,
+                                                   SemaphoreList signal,
+                                                   const BufferParams& params,
+                                                   DeviceSize size) {
+  HAL_ASSIGN_OR_RETURN(
+      Ref<Buffer> buffer,
+      static_cast<MetalAllocator*>(allocator())->Reserve(params, size));
   auto op = std::make_unique<MetalOp>();
   op->host_signals = true;
   op->on_done = [buffer](const Status& status) -> Status {
@@ -257,13 +273,16 @@ StatusOr<Ref<Buffer>> MetalDevice::QueueAllocaImpl(QueueAffinity affinity, Semap
     return OkStatus();
   };
   HAL_RETURN_IF_ERROR(Submit(
-      affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op)));
+      affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+      std::move(op)));
   return buffer;
 }
 
-Status MetalDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                         Buffer* buffer) {
-  Ref<MetalBuffer> metal(dynamic_cast<MetalBuffer*>(buffer->allocated_buffer()));
+Status MetalDevice::QueueDeallocaImpl(QueueAffinity affinity,
+                                      SemaphoreList wait, SemaphoreList signal,
+                                      Buffer* buffer) {
+  Ref<MetalBuffer> metal(
+      dynamic_cast<MetalBuffer*>(buffer->allocated_buffer()));
   if (!metal) return InvalidArgumentError("Metal: a buffer of another driver");
   auto op = std::make_unique<MetalOp>();
   op->host_signals = true;
@@ -278,19 +297,21 @@ Status MetalDevice::QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait
     return OkStatus();
   };
   return Submit(
-      affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op));
+      affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+      std::move(op));
 }
 
-Status MetalDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                     File* source, uint64_t source_offset, Buffer* target,
-                     DeviceSize target_offset, DeviceSize length) {
+Status MetalDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
+                                  SemaphoreList signal, File* source,
+                                  uint64_t source_offset, Buffer* target,
+                                  DeviceSize target_offset, DeviceSize length) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
   utils::StagedHalves halves;
-  HAL_RETURN_IF_ERROR(
-      QueueHostCallImpl(affinity, wait, halves.list(),
-                        [file = Ref<File>(source), stage, source_offset]() -> Status {
-                          return stage->memory->ReadFrom(*file, source_offset);
-                        }));
+  HAL_RETURN_IF_ERROR(QueueHostCallImpl(
+      affinity, wait, halves.list(),
+      [file = Ref<File>(source), stage, source_offset]() -> Status {
+        return stage->memory->ReadFrom(*file, source_offset);
+      }));
   const DeviceSize offset = target->byte_offset() + target_offset;
   return Submit(affinity, halves.list(), signal,
                 [stage, t = Ref<Buffer>(target), offset, length](Encoder& e) {
@@ -298,29 +319,34 @@ Status MetalDevice::QueueReadImpl(QueueAffinity affinity, SemaphoreList wait, Se
                 });
 }
 
-Status MetalDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                      Buffer* source, DeviceSize source_offset, File* target,
-                      uint64_t target_offset, DeviceSize length) {
+Status MetalDevice::QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
+                                   SemaphoreList signal, Buffer* source,
+                                   DeviceSize source_offset, File* target,
+                                   uint64_t target_offset, DeviceSize length) {
   HAL_ASSIGN_OR_RETURN(std::shared_ptr<FileStage> stage, NewStage(length));
   utils::StagedHalves halves;
   const DeviceSize offset = source->byte_offset() + source_offset;
-  HAL_RETURN_IF_ERROR(Submit(affinity, wait, halves.list(),
-                             [stage, s = Ref<Buffer>(source), offset, length](Encoder& e) {
-                               return e.CopyTo(s.get(), offset, stage->buffer, length);
-                             }));
-  return QueueHostCallImpl(affinity, halves.list(), signal,
-                           [file = Ref<File>(target), stage, target_offset]() -> Status {
-                             return stage->memory->WriteTo(*file, target_offset);
-                           });
+  HAL_RETURN_IF_ERROR(
+      Submit(affinity, wait, halves.list(),
+             [stage, s = Ref<Buffer>(source), offset, length](Encoder& e) {
+               return e.CopyTo(s.get(), offset, stage->buffer, length);
+             }));
+  return QueueHostCallImpl(
+      affinity, halves.list(), signal,
+      [file = Ref<File>(target), stage, target_offset]() -> Status {
+        return stage->memory->WriteTo(*file, target_offset);
+      });
 }
 
-Status MetalDevice::QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-                         HostCallFn fn) {
+Status MetalDevice::QueueHostCallImpl(QueueAffinity affinity,
+                                      SemaphoreList wait, SemaphoreList signal,
+                                      HostCallFn fn) {
   auto op = std::make_unique<MetalOp>();
   op->host_signals = true;
   op->host_fn = std::move(fn);
   return Submit(
-      affinity, wait, signal, [](Encoder&) { return OkStatus(); }, std::move(op));
+      affinity, wait, signal, [](Encoder&) { return OkStatus(); },
+      std::move(op));
 }
 
 Status MetalDevice::WaitIdleImpl(Timeout timeout) {
@@ -334,7 +360,8 @@ Status MetalDevice::WaitIdleImpl(Timeout timeout) {
   return OkStatus();
 }
 
-MetalDevice::MetalDevice(DeviceInfo info, Ref<Allocator> allocator, id<MTLDevice> device)
+MetalDevice::MetalDevice(DeviceInfo info, Ref<Allocator> allocator,
+                         id<MTLDevice> device)
     : Device(std::move(info), std::move(allocator)),
       device_([device retain]),
       listener_([[MTLSharedEventListener alloc] init]) {
@@ -344,34 +371,39 @@ MetalDevice::MetalDevice(DeviceInfo info, Ref<Allocator> allocator, id<MTLDevice
   }
 }
 
-StatusOr<std::shared_ptr<MetalDevice::FileStage>> MetalDevice::NewStage(DeviceSize length) {
+StatusOr<std::shared_ptr<MetalDevice::FileStage>> MetalDevice::NewStage(
+    DeviceSize length) {
   auto stage = std::make_shared<FileStage>();
   id<MTLDevice> device = device_;
   FileStage* raw = stage.get();
   HAL_ASSIGN_OR_RETURN(
-      stage->memory, utils::FileStaging::Create(
-                         length,
-                         [device, raw](DeviceSize n, void** host) -> Status {
-                           raw->buffer =
-                               [device newBufferWithLength:(NSUInteger)n
-                                                   options:MTLResourceStorageModeShared];
-                           if (!raw->buffer) {
-                             return ResourceExhaustedError(
-                                 "Metal: a %llu-byte file staging buffer", (unsigned long long)n);
-                           }
-                           *host = [raw->buffer contents];
-                           return OkStatus();
-                         },
-                         [buffer_of = raw](void*) {
-                           @autoreleasepool {
-                             [buffer_of->buffer release];
-                           }
-                         }));
+      stage->memory,
+      utils::FileStaging::Create(
+          length,
+          [device, raw](DeviceSize n, void** host) -> Status {
+            raw->buffer =
+                [device newBufferWithLength:(NSUInteger)n
+                                    options:MTLResourceStorageModeShared];
+            if (!raw->buffer) {
+              return ResourceExhaustedError(
+                  "Metal: a %llu-byte file staging buffer",
+                  (unsigned long long)n);
+            }
+            *host = [raw->buffer contents];
+            return OkStatus();
+          },
+          [buffer_of = raw](void*) {
+            @autoreleasepool {
+              [buffer_of->buffer release];
+            }
+          }));
   return stage;
 }
 
-Status MetalDevice::Submit(QueueAffinity affinity, SemaphoreList wait, SemaphoreList signal,
-              std::function<Status(Encoder&)> encode, std::unique_ptr<MetalOp> op) {
+Status MetalDevice::Submit(QueueAffinity affinity, SemaphoreList wait,
+                           SemaphoreList signal,
+                           std::function<Status(Encoder&)> encode,
+                           std::unique_ptr<MetalOp> op) {
   if (!op) op = std::make_unique<MetalOp>();
   op->encode = std::move(encode);
   op->device = this;
@@ -476,28 +508,31 @@ void MetalDevice::Release(MetalOp* op) {
     // listener blocks and completion handlers run in order on one
     // thread, so a chain across queues signals in order), unless a wait
     // the command buffer encoded had failed.
-    auto waits = std::make_shared<std::vector<utils::RetainedPoint>>(op->device_waits);
+    auto waits =
+        std::make_shared<std::vector<utils::RetainedPoint>>(op->device_waits);
     for (auto& [semaphore, value] : signals) {
       MetalSemaphore* m = AsMetal(semaphore.get());
       if (!m || op->host_signals) continue;
       std::shared_ptr<SemaphoreToken> token = m->token();
       const uint64_t v = value;
-      [m->event() notifyListener:listener_
-                         atValue:v
-                           block:^(id<MTLSharedEvent>, uint64_t) {
-                             Status status;
-                             for (auto& [w, wv] : *waits) {
-                               Status f;
-                               if (utils::CheckWait(*w, wv, &f) == utils::WaitState::kFailed) {
-                                 status = f;
-                                 break;
-                               }
-                             }
-                             std::lock_guard<std::recursive_mutex> lock(token->mutex);
-                             if (token->semaphore) {
-                               utils::CompleteSignal(*token->semaphore, v, status);
-                             }
-                           }];
+      [m->event()
+          notifyListener:listener_
+                 atValue:v
+                   block:^(id<MTLSharedEvent>, uint64_t) {
+                     Status status;
+                     for (auto& [w, wv] : *waits) {
+                       Status f;
+                       if (utils::CheckWait(*w, wv, &f) ==
+                           utils::WaitState::kFailed) {
+                         status = f;
+                         break;
+                       }
+                     }
+                     std::lock_guard<std::recursive_mutex> lock(token->mutex);
+                     if (token->semaphore) {
+                       utils::CompleteSignal(*token->semaphore, v, status);
+                     }
+                   }];
     }
     [cb addCompletedHandler:^(id<MTLCommandBuffer> done) {
       Completed(op, done);
@@ -519,11 +554,13 @@ void MetalDevice::Release(MetalOp* op) {
 void MetalDevice::Completed(MetalOp* op, id<MTLCommandBuffer> cb) {
   const bool failed = [cb status] == MTLCommandBufferStatusError;
   Status status =
-      failed ? DataLossError("Metal: the command buffer failed on the device") : OkStatus();
+      failed ? DataLossError("Metal: the command buffer failed on the device")
+             : OkStatus();
   // A wait released by its semaphore's failure (OnFailed).
   for (auto& [semaphore, value] : op->device_waits) {
     Status f;
-    if (status.ok() && utils::CheckWait(*semaphore, value, &f) == utils::WaitState::kFailed) {
+    if (status.ok() &&
+        utils::CheckWait(*semaphore, value, &f) == utils::WaitState::kFailed) {
       status = f;
     }
   }

@@ -59,8 +59,8 @@ extern "C" const char* __tsan_default_suppressions() {
   return "deadlock:libobjc.so\n";
 }
 
-#include "drivers/metal/metal_driver.h"
 #include "drivers/metal/metal_device.h"
+#include "drivers/metal/metal_driver.h"
 #include "hal/uri.h"
 
 namespace hal::metal {
@@ -74,7 +74,8 @@ StatusOr<MetalWaitCounts> GetMetalWaitCounts(Device* device) {
 Status RegisterMetalDriver(DriverRegistry* registry) {
   DriverFactory factory;
   factory.name = "metal";
-  factory.description = "Apple Metal (MTLDevice; on Linux the simulated Metal framework)";
+  factory.description =
+      "Apple Metal (MTLDevice; on Linux the simulated Metal framework)";
   factory.enumerate = []() -> StatusOr<std::vector<DeviceInfo>> {
     @autoreleasepool {
       id<MTLDevice> device = MTLCreateSystemDefaultDevice();
@@ -88,7 +89,9 @@ Status RegisterMetalDriver(DriverRegistry* registry) {
       return std::vector<DeviceInfo>{info};
     }
   };
-  factory.try_create = [](const DeviceUri& uri) { return MetalDevice::Create(uri); };
+  factory.try_create = [](const DeviceUri& uri) {
+    return MetalDevice::Create(uri);
+  };
   return registry->Register(std::move(factory));
 }
 

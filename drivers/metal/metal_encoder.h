@@ -4,15 +4,14 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_encoder.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
-
-#import "Metal/Metal.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#import "Metal/Metal.h"
 #include "hal/buffer.h"
 #include "hal/command_buffer.h"
 
@@ -38,15 +37,18 @@ class Encoder {
 
   // A blit fill where Metal takes the pattern, else copies from a Shared
   // staging buffer filled with it.
-  Status Fill(Buffer* target, DeviceSize offset, DeviceSize length, uint32_t pattern,
-              size_t pattern_length);
+  Status Fill(Buffer* target, DeviceSize offset, DeviceSize length,
+              uint32_t pattern, size_t pattern_length);
   // Through a Shared staging buffer holding `data`.
-  Status Update(const uint8_t* data, Buffer* target, DeviceSize offset, DeviceSize length);
-  Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target, DeviceSize target_offset,
-              DeviceSize length);
+  Status Update(const uint8_t* data, Buffer* target, DeviceSize offset,
+                DeviceSize length);
+  Status Copy(Buffer* source, DeviceSize source_offset, Buffer* target,
+              DeviceSize target_offset, DeviceSize length);
   // A file transfer's device half: staging <-> buffer.
-  Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset, DeviceSize length);
-  Status CopyTo(Buffer* source, DeviceSize offset, id<MTLBuffer> staging, DeviceSize length);
+  Status CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset,
+                  DeviceSize length);
+  Status CopyTo(Buffer* source, DeviceSize offset, id<MTLBuffer> staging,
+                DeviceSize length);
 
   // After the work: a synchronizeResource: of every Managed buffer it
   // wrote, so that the host's copy is current when the operation's signals

@@ -17,7 +17,8 @@ constexpr size_t kMaxStagingBytes = size_t{1} << 20;
 
 }  // namespace
 
-Encoder::Encoder(id<MTLDevice> device, id<MTLCommandBuffer> cb) : device_(device), cb_(cb) {}
+Encoder::Encoder(id<MTLDevice> device, id<MTLCommandBuffer> cb)
+    : device_(device), cb_(cb) {}
 
 Encoder::~Encoder() { End(); }
 
@@ -40,8 +41,8 @@ id<MTLComputeCommandEncoder> Encoder::Compute() {
   return compute_;
 }
 
-Status Encoder::Fill(Buffer* target, DeviceSize offset, DeviceSize length, uint32_t pattern,
-                     size_t pattern_length) {
+Status Encoder::Fill(Buffer* target, DeviceSize offset, DeviceSize length,
+                     uint32_t pattern, size_t pattern_length) {
   if (length == 0) return OkStatus();
   HAL_ASSIGN_OR_RETURN(MetalBuffer * tb, Mtl(target));
   Wrote(tb);
@@ -57,8 +58,8 @@ Status Encoder::Fill(Buffer* target, DeviceSize offset, DeviceSize length, uint3
   }
   // Blit fill takes one byte and 4-byte aligned ranges on macOS: stage
   // the pattern and copy it.
-  const size_t chunk =
-      std::min<DeviceSize>(length, kMaxStagingBytes - kMaxStagingBytes % pattern_length);
+  const size_t chunk = std::min<DeviceSize>(
+      length, kMaxStagingBytes - kMaxStagingBytes % pattern_length);
   HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(chunk));
   auto* p = static_cast<uint8_t*>([staging contents]);
   for (size_t i = 0; i < chunk; ++i) p[i] = bytes[i % pattern_length];
@@ -84,7 +85,11 @@ Status Encoder::Update(const uint8_t* data, Buffer* target, DeviceSize offset,
   offset += tb->offset();
   HAL_ASSIGN_OR_RETURN(id<MTLBuffer> staging, Staging(length));
   std::memcpy([staging contents], data, length);
-  [Blit() copyFromBuffer:staging sourceOffset:0 toBuffer:t destinationOffset:offset size:length];
+  [Blit() copyFromBuffer:staging
+            sourceOffset:0
+                toBuffer:t
+       destinationOffset:offset
+                    size:length];
   [staging release];
   return OkStatus();
 }
@@ -103,8 +108,8 @@ Status Encoder::Copy(Buffer* source, DeviceSize source_offset, Buffer* target,
   return OkStatus();
 }
 
-Status Encoder::CopyFrom(id<MTLBuffer> staging, Buffer* target, DeviceSize offset,
-                         DeviceSize length) {
+Status Encoder::CopyFrom(id<MTLBuffer> staging, Buffer* target,
+                         DeviceSize offset, DeviceSize length) {
   if (length == 0) return OkStatus();
   HAL_ASSIGN_OR_RETURN(MetalBuffer * t, Mtl(target));
   Wrote(t);
@@ -135,7 +140,8 @@ void Encoder::SynchronizeManaged() {
 
 Status Encoder::Commands(CommandBuffer* command_buffer, BindingTable table) {
   for (const Command& command : command_buffer->commands()) {
-    HAL_RETURN_IF_ERROR(std::visit([&](const auto& c) { return Encode(c, table); }, command));
+    HAL_RETURN_IF_ERROR(
+        std::visit([&](const auto& c) { return Encode(c, table); }, command));
   }
   return OkStatus();
 }
@@ -165,7 +171,8 @@ StatusOr<id<MTLBuffer>> Encoder::Staging(DeviceSize n) {
   id<MTLBuffer> b = [device_ newBufferWithLength:(NSUInteger)n
                                          options:MTLResourceStorageModeShared];
   if (!b) {
-    return ResourceExhaustedError("Metal: a %llu-byte staging buffer", (unsigned long long)n);
+    return ResourceExhaustedError("Metal: a %llu-byte staging buffer",
+                                  (unsigned long long)n);
   }
   return b;
 }
@@ -173,33 +180,43 @@ StatusOr<id<MTLBuffer>> Encoder::Staging(DeviceSize n) {
 // Barriers, events and debug groups: commands after it go into a new
 // encoder, which Metal orders after the previous one's writes.
 Status Encoder::Encode(const cmd::Barrier&, BindingTable) { return Split(); }
-Status Encoder::Encode(const cmd::SignalEvent&, BindingTable) { return Split(); }
+Status Encoder::Encode(const cmd::SignalEvent&, BindingTable) {
+  return Split();
+}
 Status Encoder::Encode(const cmd::ResetEvent&, BindingTable) { return Split(); }
 Status Encoder::Encode(const cmd::WaitEvents&, BindingTable) { return Split(); }
-Status Encoder::Encode(const cmd::BeginDebugGroup&, BindingTable) { return OkStatus(); }
-Status Encoder::Encode(const cmd::EndDebugGroup&, BindingTable) { return OkStatus(); }
+Status Encoder::Encode(const cmd::BeginDebugGroup&, BindingTable) {
+  return OkStatus();
+}
+Status Encoder::Encode(const cmd::EndDebugGroup&, BindingTable) {
+  return OkStatus();
+}
 Status Encoder::Split() {
   End();
   return OkStatus();
 }
 
 Status Encoder::Encode(const cmd::Fill& c, BindingTable table) {
-  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                       utils::ResolveBufferRef(c.target, table, c.target.length, "fill target"));
+  HAL_ASSIGN_OR_RETURN(
+      ResolvedRef r,
+      utils::ResolveBufferRef(c.target, table, c.target.length, "fill target"));
   return Fill(r.buffer, r.offset, r.length, c.pattern, c.pattern_length);
 }
 
 Status Encoder::Encode(const cmd::Update& c, BindingTable table) {
-  HAL_ASSIGN_OR_RETURN(ResolvedRef r,
-                       utils::ResolveBufferRef(c.target, table, c.data.size(), "update target"));
+  HAL_ASSIGN_OR_RETURN(
+      ResolvedRef r,
+      utils::ResolveBufferRef(c.target, table, c.data.size(), "update target"));
   return Update(c.data.data(), r.buffer, r.offset, r.length);
 }
 
 Status Encoder::Encode(const cmd::Copy& c, BindingTable table) {
-  HAL_ASSIGN_OR_RETURN(ResolvedRef s,
-                       utils::ResolveBufferRef(c.source, table, c.length, "copy source"));
-  HAL_ASSIGN_OR_RETURN(ResolvedRef t,
-                       utils::ResolveBufferRef(c.target, table, c.length, "copy target"));
+  HAL_ASSIGN_OR_RETURN(
+      ResolvedRef s,
+      utils::ResolveBufferRef(c.source, table, c.length, "copy source"));
+  HAL_ASSIGN_OR_RETURN(
+      ResolvedRef t,
+      utils::ResolveBufferRef(c.target, table, c.length, "copy target"));
   return Copy(s.buffer, s.offset, t.buffer, t.offset, c.length);
 }
 
@@ -212,8 +229,8 @@ Status Encoder::Encode(const cmd::Dispatch& c, BindingTable table) {
     return InvalidArgumentError("Metal: an executable of another driver");
   }
   const FunctionInfo& f = executable->functions()[c.entry_point];
-  if (!c.indirect &&
-      (c.workgroup_count[0] == 0 || c.workgroup_count[1] == 0 || c.workgroup_count[2] == 0)) {
+  if (!c.indirect && (c.workgroup_count[0] == 0 || c.workgroup_count[1] == 0 ||
+                      c.workgroup_count[2] == 0)) {
     return OkStatus();
   }
   id<MTLComputeCommandEncoder> e = Compute();
@@ -221,27 +238,31 @@ Status Encoder::Encode(const cmd::Dispatch& c, BindingTable table) {
   for (size_t i = 0; i < c.bindings.size(); ++i) {
     HAL_ASSIGN_OR_RETURN(
         ResolvedRef r,
-        utils::ResolveBufferRef(c.bindings[i], table, c.bindings[i].length, "dispatch binding"));
+        utils::ResolveBufferRef(c.bindings[i], table, c.bindings[i].length,
+                                "dispatch binding"));
     HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
     if (!f.binding_read_only(static_cast<uint32_t>(i))) Wrote(b);
     [e setBuffer:b->mtl() offset:b->offset() + r.offset atIndex:i];
   }
   if (!c.constants.empty()) {
-    [e setBytes:c.constants.data() length:c.constants.size() * sizeof(uint32_t) atIndex:30];
+    [e setBytes:c.constants.data()
+         length:c.constants.size() * sizeof(uint32_t)
+        atIndex:30];
   }
-  const MTLSize threads =
-      MTLSizeMake(f.workgroup_size[0], f.workgroup_size[1], f.workgroup_size[2]);
+  const MTLSize threads = MTLSizeMake(f.workgroup_size[0], f.workgroup_size[1],
+                                      f.workgroup_size[2]);
   if (c.indirect) {
-    HAL_ASSIGN_OR_RETURN(
-        ResolvedRef r,
-        utils::ResolveBufferRef(*c.indirect_workgroup_count, table, kIndirectWorkgroupCountSize,
-                                "indirect workgroup count"));
+    HAL_ASSIGN_OR_RETURN(ResolvedRef r, utils::ResolveBufferRef(
+                                            *c.indirect_workgroup_count, table,
+                                            kIndirectWorkgroupCountSize,
+                                            "indirect workgroup count"));
     HAL_ASSIGN_OR_RETURN(MetalBuffer * b, Mtl(r.buffer));
     [e dispatchThreadgroupsWithIndirectBuffer:b->mtl()
                          indirectBufferOffset:b->offset() + r.offset
                         threadsPerThreadgroup:threads];
   } else {
-    [e dispatchThreadgroups:MTLSizeMake(c.workgroup_count[0], c.workgroup_count[1],
+    [e dispatchThreadgroups:MTLSizeMake(c.workgroup_count[0],
+                                        c.workgroup_count[1],
                                         c.workgroup_count[2])
         threadsPerThreadgroup:threads];
   }

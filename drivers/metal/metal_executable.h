@@ -4,14 +4,13 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_executable.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
-
-#import "Metal/Metal.h"
 
 #include <cstdint>
 #include <vector>
 
+#import "Metal/Metal.h"
 #include "hal/executable.h"
 
 namespace hal::metal {
@@ -36,8 +35,8 @@ class MetalExecutableCache final : public ExecutableCache {
  protected:
   ~MetalExecutableCache() override;
   bool CanPrepareFormatImpl(ExecutableFormat format) const override;
-  StatusOr<Ref<Executable>> PrepareImpl(ExecutableData data,
-                                        std::vector<uint32_t> constants) override;
+  StatusOr<Ref<Executable>> PrepareImpl(
+      ExecutableData data, std::vector<uint32_t> constants) override;
 
  private:
   id<MTLDevice> device_;  // retained

@@ -4,15 +4,14 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "drivers/metal/metal_semaphore.h is Objective-C++: include it from drivers/metal/*.mm"
+#error "Objective-C++ only: include it from drivers/metal/*.mm"
 #endif
-
-#import "Metal/Metal.h"
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 
+#import "Metal/Metal.h"
 #include "hal/semaphore.h"
 
 namespace hal::metal {

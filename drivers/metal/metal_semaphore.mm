@@ -5,7 +5,9 @@
 namespace hal::metal {
 
 MetalSemaphore::MetalSemaphore(id<MTLSharedEvent> event, uint64_t initial)
-    : Semaphore(initial), event_([event retain]), token_(std::make_shared<SemaphoreToken>()) {
+    : Semaphore(initial),
+      event_([event retain]),
+      token_(std::make_shared<SemaphoreToken>()) {
   token_->semaphore = this;
   if (initial) [event_ setSignaledValue:initial];
 }
@@ -31,8 +33,12 @@ void MetalSemaphore::OnSignaled(uint64_t value) {
 // Releases every encoded wait on the event: the operations behind them
 // find the failed wait in their completion handler and fail their
 // signals with its status.
-void MetalSemaphore::OnFailed(const Status&) { [event_ setSignaledValue:UINT64_MAX]; }
+void MetalSemaphore::OnFailed(const Status&) {
+  [event_ setSignaledValue:UINT64_MAX];
+}
 
-MetalSemaphore* AsMetal(Semaphore* s) { return dynamic_cast<MetalSemaphore*>(s); }
+MetalSemaphore* AsMetal(Semaphore* s) {
+  return dynamic_cast<MetalSemaphore*>(s);
+}
 
 }  // namespace hal::metal

@@ -5,7 +5,7 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "sim/metal/sim_metal_blit_encoder.h is Objective-C++: include it from sim/metal/*.mm"
+#error "Objective-C++ only: include it from sim/metal/*.mm"
 #endif
 
 #import "Metal/Metal.h"

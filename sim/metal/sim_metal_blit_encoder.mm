@@ -16,7 +16,9 @@ namespace engine = hal::sim::engine;
   }
   return YES;
 }
-- (void)fillBuffer:(id<MTLBuffer>)buffer range:(NSRange)range value:(uint8_t)value {
+- (void)fillBuffer:(id<MTLBuffer>)buffer
+             range:(NSRange)range
+             value:(uint8_t)value {
   if (![self simLive:"fillBuffer:range:value:"]) return;
   auto* b = (HalSimMTLBuffer*)buffer;
   if (range.length == 0 || range.location % 4 != 0 || range.length % 4 != 0) {
@@ -26,7 +28,8 @@ namespace engine = hal::sim::engine;
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
-  if (range.location > b->length_ || range.length > b->length_ - range.location) {
+  if (range.location > b->length_ ||
+      range.length > b->length_ - range.location) {
     Violation("fillBuffer: range [%lu, +%lu) outside a %lu-byte buffer",
               (unsigned long)range.location, (unsigned long)range.length,
               (unsigned long)b->length_);
@@ -37,11 +40,11 @@ namespace engine = hal::sim::engine;
   op.name = "mtl.fill";
   op.bytes = range.length;
   // For the race checker: unordered work of another queue on these bytes.
-  op.write =
-      hal::sim::Range::Of(reinterpret_cast<uintptr_t>(b->base_) + range.location, range.length);
-  op.run =
-      E().FillWork(buffer_->state_->domain.get(),
-                   reinterpret_cast<uintptr_t>(b->base_) + range.location, value, 1, range.length);
+  op.write = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(b->base_) + range.location, range.length);
+  op.run = E().FillWork(buffer_->state_->domain.get(),
+                        reinterpret_cast<uintptr_t>(b->base_) + range.location,
+                        value, 1, range.length);
   [buffer_ simAddOp:std::move(op) retaining:buffer also:nil];
 }
 - (void)copyFromBuffer:(id<MTLBuffer>)source
@@ -52,24 +55,29 @@ namespace engine = hal::sim::engine;
   if (![self simLive:"copyFromBuffer:"]) return;
   auto* s = (HalSimMTLBuffer*)source;
   auto* t = (HalSimMTLBuffer*)target;
-  if (size == 0 || source_offset > s->length_ || size > s->length_ - source_offset ||
-      target_offset > t->length_ || size > t->length_ - target_offset) {
+  if (size == 0 || source_offset > s->length_ ||
+      size > s->length_ - source_offset || target_offset > t->length_ ||
+      size > t->length_ - target_offset) {
     Violation("copyFromBuffer: %lu bytes from offset %lu of a %lu-byte "
               "buffer to offset %lu of a %lu-byte buffer",
-              (unsigned long)size, (unsigned long)source_offset, (unsigned long)s->length_,
-              (unsigned long)target_offset, (unsigned long)t->length_);
+              (unsigned long)size, (unsigned long)source_offset,
+              (unsigned long)s->length_, (unsigned long)target_offset,
+              (unsigned long)t->length_);
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
   engine::Op op;
   op.name = "mtl.copy";
   op.bytes = size;
-  op.write = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
-  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
+  op.write = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(t->base_) + target_offset, size);
+  op.read = hal::sim::Range::Of(
+      reinterpret_cast<uintptr_t>(s->base_) + source_offset, size);
   op.run = [s, source_offset, size,
-            copy = E().CopyWork(buffer_->state_->domain.get(),
-                                reinterpret_cast<uintptr_t>(t->base_) + target_offset,
-                                reinterpret_cast<uintptr_t>(s->base_) + source_offset, size)] {
+            copy = E().CopyWork(
+                buffer_->state_->domain.get(),
+                reinterpret_cast<uintptr_t>(t->base_) + target_offset,
+                reinterpret_cast<uintptr_t>(s->base_) + source_offset, size)] {
     [s simCheckGpuRead:source_offset length:size what:"a blit copy"];
     copy();
   };
@@ -86,7 +94,8 @@ namespace engine = hal::sim::engine;
   engine::Op op;
   op.name = "mtl.synchronize";
   op.bytes = b->length_;
-  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(b->base_), b->length_);
+  op.read =
+      hal::sim::Range::Of(reinterpret_cast<uintptr_t>(b->base_), b->length_);
   engine::Domain* domain = buffer_->state_->domain.get();
   op.run = [b, domain] {
     if (!domain->failed()) [b simSynchronize];

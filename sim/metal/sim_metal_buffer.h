@@ -11,7 +11,7 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "sim/metal/sim_metal_buffer.h is Objective-C++: include it from sim/metal/*.mm"
+#error "Objective-C++ only: include it from sim/metal/*.mm"
 #endif
 
 #import "Metal/Metal.h"
@@ -39,6 +39,8 @@
   BOOL no_copy_;
   void (^deallocator_)(void*, NSUInteger);
 }
-- (void)simCheckGpuRead:(NSUInteger)offset length:(NSUInteger)length what:(const char*)what;
+- (void)simCheckGpuRead:(NSUInteger)offset
+                 length:(NSUInteger)length
+                   what:(const char*)what;
 - (void)simSynchronize;
 @end

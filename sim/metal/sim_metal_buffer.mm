@@ -27,25 +27,31 @@ namespace engine = hal::sim::engine;
 - (void)didModifyRange:(NSRange)range {
   if (mode_ != MTLStorageModeManaged) {
     Violation("didModifyRange: on a buffer that is not Managed");
-  } else if (range.location > length_ || range.length > length_ - range.location) {
+  } else if (range.location > length_ ||
+             range.length > length_ - range.location) {
     Violation("didModifyRange: range [%lu, +%lu) outside a %lu-byte buffer",
-              (unsigned long)range.location, (unsigned long)range.length, (unsigned long)length_);
+              (unsigned long)range.location, (unsigned long)range.length,
+              (unsigned long)length_);
   } else if (range.length) {
     std::lock_guard<std::mutex> lock(*sync_);
     std::memcpy(base_ + range.location, host_ + range.location, range.length);
-    std::memcpy(synced_->data() + range.location, host_ + range.location, range.length);
+    std::memcpy(synced_->data() + range.location, host_ + range.location,
+                range.length);
   }
 }
 // Runs in a GPU command, before it reads [offset, +length) of the buffer.
-- (void)simCheckGpuRead:(NSUInteger)offset length:(NSUInteger)length what:(const char*)what {
+- (void)simCheckGpuRead:(NSUInteger)offset
+                 length:(NSUInteger)length
+                   what:(const char*)what {
   if (mode_ != MTLStorageModeManaged || offset >= length_) return;
   length = std::min<NSUInteger>(length, length_ - offset);
   std::lock_guard<std::mutex> lock(*sync_);
   for (NSUInteger i = offset; i < offset + length; ++i) {
     if (host_[i] != (*synced_)[i]) {
-      Violation("%s reads byte %lu of a Managed buffer that the CPU wrote without "
-                "didModifyRange: (the GPU reads its own, stale copy)",
-                what, (unsigned long)i);
+      Violation(
+          "%s reads byte %lu of a Managed buffer that the CPU wrote without "
+          "didModifyRange: (the GPU reads its own, stale copy)",
+          what, (unsigned long)i);
       return;
     }
   }
@@ -67,11 +73,14 @@ namespace engine = hal::sim::engine;
       E().Free(reinterpret_cast<uintptr_t>(base_), /*host=*/false);
     }
   }
-  if (host_ && !no_copy_) E().Free(reinterpret_cast<uintptr_t>(host_), /*host=*/true);
+  if (host_ && !no_copy_)
+    E().Free(reinterpret_cast<uintptr_t>(host_), /*host=*/true);
   delete synced_;
   delete sync_;
   if (deallocator_) {
-    deallocator_(no_copy_ ? (mode_ == MTLStorageModeManaged ? host_ : base_) : nullptr, length_);
+    deallocator_(
+        no_copy_ ? (mode_ == MTLStorageModeManaged ? host_ : base_) : nullptr,
+        length_);
     Block_release(deallocator_);
   }
   [device_ release];

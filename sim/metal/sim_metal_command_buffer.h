@@ -8,7 +8,7 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "sim/metal/sim_metal_command_buffer.h is Objective-C++: include it from sim/metal/*.mm"
+#error "Objective-C++ only: include it from sim/metal/*.mm"
 #endif
 
 #import "Metal/Metal.h"

@@ -20,7 +20,9 @@ namespace engine = hal::sim::engine;
 }
 - (NSError*)error {
   if ([self status] != MTLCommandBufferStatusError) return nil;
-  return [NSError errorWithDomain:@"MTLCommandBufferErrorDomain" code:1 userInfo:nil];
+  return [NSError errorWithDomain:@"MTLCommandBufferErrorDomain"
+                             code:1
+                         userInfo:nil];
 }
 - (BOOL)simCanEncode:(const char*)what {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -139,23 +141,22 @@ namespace engine = hal::sim::engine;
   // saw the command buffer complete finds no work of it on the queue
   // (halsim_reset_schedule refuses while a queue has work).
   engine::SignalPtr left = E().CreateSignal(0);
-  E().EnqueueHostFunction(
-      queue_->queue_,
-      [self, left] {
-        RunOnCallbackThread([self, left] {
-          E().WaitSignal(left, engine::Cond::kGe, 1);
-          [self simComplete];
-        });
-      },
-      {{left, engine::SignalOp::kSet, 1}});
+  E().EnqueueHostFunction(queue_->queue_,
+                          [self, left] {
+                            RunOnCallbackThread([self, left] {
+                              E().WaitSignal(left, engine::Cond::kGe, 1);
+                              [self simComplete];
+                            });
+                          },
+                          {{left, engine::SignalOp::kSet, 1}});
 }
 - (void)simComplete {
   std::vector<MTLCommandBufferHandler> handlers;
   std::vector<id> resources;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->status =
-        state_->domain->failed() ? MTLCommandBufferStatusError : MTLCommandBufferStatusCompleted;
+    state_->status = state_->domain->failed() ? MTLCommandBufferStatusError
+                                              : MTLCommandBufferStatusCompleted;
     handlers.swap(state_->handlers);
     resources.swap(state_->resources);
   }

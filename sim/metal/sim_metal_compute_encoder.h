@@ -5,7 +5,7 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "sim/metal/sim_metal_compute_encoder.h is Objective-C++: include it from sim/metal/*.mm"
+#error "Objective-C++ only: include it from sim/metal/*.mm"
 #endif
 
 #import "Metal/Metal.h"
@@ -19,7 +19,8 @@
 @class HalSimMTLCommandBuffer;
 @class HalSimMTLPipeline;
 
-@interface HalSimMTLComputeEncoder : HalSimMTLObject <MTLComputeCommandEncoder> {
+@interface HalSimMTLComputeEncoder
+    : HalSimMTLObject <MTLComputeCommandEncoder> {
  @public
   HalSimMTLCommandBuffer* buffer_;  // retained
   BOOL ended_;

@@ -26,10 +26,13 @@ namespace engine = hal::sim::engine;
   [pipeline_ release];
   pipeline_ = (HalSimMTLPipeline*)state;
 }
-- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index {
+- (void)setBuffer:(id<MTLBuffer>)buffer
+           offset:(NSUInteger)offset
+          atIndex:(NSUInteger)index {
   if (![self simLive:"setBuffer:offset:atIndex:"]) return;
   if (index >= 31) {
-    Violation("setBuffer: index %lu is past the 31 buffer slots", (unsigned long)index);
+    Violation("setBuffer: index %lu is past the 31 buffer slots",
+              (unsigned long)index);
     return;
   }
   [buffer retain];
@@ -37,7 +40,9 @@ namespace engine = hal::sim::engine;
   buffers_[index] = (HalSimMTLBuffer*)buffer;
   offsets_[index] = offset;
 }
-- (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index {
+- (void)setBytes:(const void*)bytes
+          length:(NSUInteger)length
+         atIndex:(NSUInteger)index {
   if (![self simLive:"setBytes:length:atIndex:"]) return;
   if (index != 30 || length % 4 != 0 || length > 4096) {
     Violation("setBytes: %lu bytes at index %lu (the simulated kernels take "
@@ -63,12 +68,14 @@ namespace engine = hal::sim::engine;
   }
   const engine::Kernel* k = pipeline_->kernel_;
   const hal_sim_kernel_info* info = k->info;
-  if (threads.width != info->workgroup_size[0] || threads.height != info->workgroup_size[1] ||
+  if (threads.width != info->workgroup_size[0] ||
+      threads.height != info->workgroup_size[1] ||
       threads.depth != info->workgroup_size[2]) {
     Violation("dispatch of '%s' with threadsPerThreadgroup %lux%lux%lu; the "
               "kernel was built for %ux%ux%u",
-              k->name.c_str(), (unsigned long)threads.width, (unsigned long)threads.height,
-              (unsigned long)threads.depth, info->workgroup_size[0], info->workgroup_size[1],
+              k->name.c_str(), (unsigned long)threads.width,
+              (unsigned long)threads.height, (unsigned long)threads.depth,
+              info->workgroup_size[0], info->workgroup_size[1],
               info->workgroup_size[2]);
     return NO;
   }
@@ -80,7 +87,8 @@ namespace engine = hal::sim::engine;
       return NO;
     }
     pointers->push_back(reinterpret_cast<uintptr_t>(b->base_) + offsets_[i]);
-    ranges->push_back(hal::sim::Range::Of(pointers->back(), b->length_ - offsets_[i]));
+    ranges->push_back(
+        hal::sim::Range::Of(pointers->back(), b->length_ - offsets_[i]));
   }
   if (bytes_->size() < info->constant_count) {
     Violation("dispatch of '%s': %zu constants set at index 30, the kernel "
@@ -91,12 +99,16 @@ namespace engine = hal::sim::engine;
   constants->assign(bytes_->begin(), bytes_->begin() + info->constant_count);
   return YES;
 }
-- (void)dispatchThreadgroups:(MTLSize)groups threadsPerThreadgroup:(MTLSize)threads {
+- (void)dispatchThreadgroups:(MTLSize)groups
+       threadsPerThreadgroup:(MTLSize)threads {
   if (![self simLive:"dispatchThreadgroups:"]) return;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
   std::vector<hal::sim::Range> ranges;
-  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
+  if (![self simPrepare:threads
+               pointers:&pointers
+              constants:&constants
+                 ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
@@ -106,8 +118,9 @@ namespace engine = hal::sim::engine;
   op.name = "mtl.dispatch";
   op.more_writes = std::move(ranges);
   op.run = [reads = [self simManagedReads],
-            work = E().KernelWork(buffer_->state_->domain.get(), pipeline_->kernel_, grid,
-                                  std::move(pointers), std::move(constants))] {
+            work = E().KernelWork(buffer_->state_->domain.get(),
+                                  pipeline_->kernel_, grid, std::move(pointers),
+                                  std::move(constants))] {
     for (const auto& [b, offset] : reads)
       [b simCheckGpuRead:offset length:b->length_ what:"a dispatch"];
     work();
@@ -122,28 +135,37 @@ namespace engine = hal::sim::engine;
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
   std::vector<hal::sim::Range> ranges;
-  if (!ib || offset % 4 != 0 || offset > ib->length_ || ib->length_ - offset < 12) {
+  if (!ib || offset % 4 != 0 || offset > ib->length_ ||
+      ib->length_ - offset < 12) {
     Violation("dispatchThreadgroupsWithIndirectBuffer: 12 bytes at offset "
               "%lu of a %lu-byte buffer (4-byte aligned)",
               (unsigned long)offset, (unsigned long)(ib ? ib->length_ : 0));
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
-  if (![self simPrepare:threads pointers:&pointers constants:&constants ranges:&ranges]) {
+  if (![self simPrepare:threads
+               pointers:&pointers
+              constants:&constants
+                 ranges:&ranges]) {
     buffer_->state_->domain->Fail(engine::Error::kInvalidValue);
     return;
   }
   engine::Op op;
   op.name = "mtl.dispatch_indirect";
   op.more_writes = std::move(ranges);
-  op.read = hal::sim::Range::Of(reinterpret_cast<uintptr_t>(ib->base_) + offset, 12);
+  op.read =
+      hal::sim::Range::Of(reinterpret_cast<uintptr_t>(ib->base_) + offset, 12);
   engine::Domain* domain = buffer_->state_->domain.get();
   const engine::Kernel* kernel = pipeline_->kernel_;
   const uint8_t* counts = ib->base_ + offset;
   op.run = [domain, kernel, counts, pointers = std::move(pointers),
-            constants = std::move(constants), reads = [self simManagedReads], ib, offset] {
-    [ib simCheckGpuRead:offset length:12 what:"an indirect dispatch's workgroup count"];
-    for (const auto& [b, o] : reads) [b simCheckGpuRead:o length:b->length_ what:"a dispatch"];
+            constants = std::move(constants), reads = [self simManagedReads],
+            ib, offset] {
+    [ib simCheckGpuRead:offset
+                 length:12
+                   what:"an indirect dispatch's workgroup count"];
+    for (const auto& [b, o] : reads)
+      [b simCheckGpuRead:o length:b->length_ what:"a dispatch"];
     uint32_t grid[3];
     std::memcpy(grid, counts, sizeof(grid));
     if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;
@@ -158,7 +180,8 @@ namespace engine = hal::sim::engine;
   std::vector<std::pair<HalSimMTLBuffer*, NSUInteger>> reads;
   for (uint32_t i = 0; i < pipeline_->kernel_->info->binding_count; ++i) {
     HalSimMTLBuffer* b = buffers_[i];
-    if (b && b->mode_ == MTLStorageModeManaged) reads.emplace_back(b, offsets_[i]);
+    if (b && b->mode_ == MTLStorageModeManaged)
+      reads.emplace_back(b, offsets_[i]);
   }
   return reads;
 }

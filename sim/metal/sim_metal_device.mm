@@ -1,7 +1,7 @@
 // The simulated Metal framework: Objective-C classes over the shared engine
-// (sim/engine/) that answer to the protocols of Metal/Metal.h (sim/metal/include/),
-// and check the Metal rules real hardware punishes (each violation reported
-// with the seed, sim_metal_internal.h):
+// (sim/engine/) that answer to the protocols of Metal/Metal.h
+// (sim/metal/include/), and check the Metal rules real hardware punishes (each
+// violation reported with the seed, sim_metal_internal.h):
 //   * one active encoder per command buffer; endEncoding before the next
 //     encoder, an encoded event, or commit; nothing encoded after commit;
 //     commit once; encoder calls after endEncoding;
@@ -69,8 +69,9 @@ constexpr size_t kBufferAlignment = 4096;
 // Shared storage is one copy both sides use; Private and the GPU's copy of
 // Managed storage are device memory.
 engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
-  engine::MemoryKind kind =
-      mode == MTLStorageModeShared ? engine::MemoryKind::kManaged : engine::MemoryKind::kDevice;
+  engine::MemoryKind kind = mode == MTLStorageModeShared
+                                ? engine::MemoryKind::kManaged
+                                : engine::MemoryKind::kDevice;
   return E().Allocate(n, kind, kBufferAlignment, out);
 }
 }  // namespace
@@ -106,10 +107,13 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   // with a discrete GPU), so that a driver that selects it is checked.
   return YES;
 }
-- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options {
-  MTLStorageMode mode = (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length
+                             options:(MTLResourceOptions)options {
+  MTLStorageMode mode =
+      (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
   if (mode > MTLStorageModePrivate) {
-    Violation("newBufferWithLength: storage mode %lu is not for buffers", (unsigned long)mode);
+    Violation("newBufferWithLength: storage mode %lu is not for buffers",
+              (unsigned long)mode);
     return nil;
   }
   void* p = nullptr;
@@ -118,8 +122,8 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
     engine::Engine::HostCall call(E());
     if (Alloc(length, mode, &p) != engine::Error::kOk) return nil;
     if (mode == MTLStorageModeManaged &&
-        E().Allocate(length, engine::MemoryKind::kHost, kBufferAlignment, &host) !=
-            engine::Error::kOk) {
+        E().Allocate(length, engine::MemoryKind::kHost, kBufferAlignment,
+                     &host) != engine::Error::kOk) {
       E().Free(reinterpret_cast<uintptr_t>(p), /*host=*/false);
       return nil;
     }
@@ -141,17 +145,21 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
 - (id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
                                    length:(NSUInteger)length
                                   options:(MTLResourceOptions)options
-                              deallocator:(void (^)(void*, NSUInteger))deallocator {
-  MTLStorageMode mode = (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
+                              deallocator:
+                                  (void (^)(void*, NSUInteger))deallocator {
+  MTLStorageMode mode =
+      (MTLStorageMode)((options >> MTLResourceStorageModeShift) & 0xf);
   const auto address = reinterpret_cast<uintptr_t>(pointer);
   if (mode != MTLStorageModeShared && mode != MTLStorageModeManaged) {
-    Violation("newBufferWithBytesNoCopy: storage mode %lu (Shared or Managed only)",
-              (unsigned long)mode);
+    Violation(
+        "newBufferWithBytesNoCopy: storage mode %lu (Shared or Managed only)",
+        (unsigned long)mode);
     return nil;
   }
   if (!pointer || length == 0 || address % kBufferAlignment != 0 ||
       length % kBufferAlignment != 0) {
-    Violation("newBufferWithBytesNoCopy: %p + %lu bytes: the pointer must be page aligned and "
+    Violation("newBufferWithBytesNoCopy: %p + %lu bytes: the pointer must be "
+              "page aligned and "
               "the length a nonzero multiple of the page (%zu bytes)",
               pointer, (unsigned long)length, kBufferAlignment);
     return nil;
@@ -166,7 +174,8 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
     } else if (E().Register(address, length) != engine::Error::kOk) {
       // Already wrapped by another live buffer: not modelled here.
       std::fprintf(stderr,
-                   "halsim_metal: newBufferWithBytesNoCopy: %p is already wrapped by a live "
+                   "halsim_metal: newBufferWithBytesNoCopy: %p is already "
+                   "wrapped by a live "
                    "buffer (the simulated framework wraps memory once)\n",
                    pointer);
       return nil;
@@ -202,7 +211,8 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   const char* text = [source UTF8String];
   auto kernels = std::make_unique<std::vector<engine::Kernel>>();
   static const char kKernel[] = "kernel void ";
-  for (const char* p = std::strstr(text, kKernel); p; p = std::strstr(p + 1, kKernel)) {
+  for (const char* p = std::strstr(text, kKernel); p;
+       p = std::strstr(p + 1, kKernel)) {
     const char* name = p + sizeof(kKernel) - 1;
     const char* end = name;
     while ((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
@@ -214,9 +224,10 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
     const std::string n(name, end);
     if (!Kernels().Find(n, &k)) {
       if (error) {
-        *error = MakeError(@"MTLLibraryErrorDomain", "halsim_metal: kernel '" + n +
-                                                         "' has no native build in '" +
-                                                         Kernels().dir() + "' (HALSIM_KERNEL_DIR)");
+        *error = MakeError(@"MTLLibraryErrorDomain",
+                           "halsim_metal: kernel '" + n +
+                               "' has no native build in '" + Kernels().dir() +
+                               "' (HALSIM_KERNEL_DIR)");
       }
       return nil;
     }
@@ -226,20 +237,23 @@ engine::Error Alloc(size_t n, MTLStorageMode mode, void** out) {
   library->kernels_ = kernels.release();
   return library;
 }
-- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)function
-                                                             error:(NSError**)error {
+- (id<MTLComputePipelineState>)
+    newComputePipelineStateWithFunction:(id<MTLFunction>)function
+                                  error:(NSError**)error {
   HALSIM_METAL_ENTER();
   if (!function) {
     if (error) *error = MakeError(@"MTLLibraryErrorDomain", "no function");
     return nil;
   }
   HalSimMTLPipeline* pipeline = [[HalSimMTLPipeline alloc] init];
-  pipeline->kernel_ = new engine::Kernel(*((HalSimMTLFunction*)function)->kernel_);
+  pipeline->kernel_ =
+      new engine::Kernel(*((HalSimMTLFunction*)function)->kernel_);
   return pipeline;
 }
 @end
 
-extern "C" __attribute__((visibility("default"))) id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
+extern "C" __attribute__((visibility("default"))) id<MTLDevice>
+MTLCreateSystemDefaultDevice(void) {
   if (ConfigurationFailed()) return nil;  // configures the engine first
   return [[HalSimMTLDevice alloc] init];
 }

@@ -27,10 +27,12 @@ engine::KernelLibrary& Kernels() {
 
 NSError* MakeError(NSString* domain, const std::string& text) {
   NSString* message = [NSString stringWithUTF8String:text.c_str()];
-  return [NSError errorWithDomain:domain
-                             code:1
-                         userInfo:[NSDictionary dictionaryWithObject:message
-                                                              forKey:NSLocalizedDescriptionKey]];
+  return [NSError
+      errorWithDomain:domain
+                 code:1
+             userInfo:[NSDictionary
+                          dictionaryWithObject:message
+                                        forKey:NSLocalizedDescriptionKey]];
 }
 
 }  // namespace hal::sim::metal

@@ -7,7 +7,7 @@
 #pragma once
 
 #ifndef __OBJC__
-#error "sim/metal/sim_metal_object.h is Objective-C++: include it from sim/metal/*.mm"
+#error "Objective-C++ only: include it from sim/metal/*.mm"
 #endif
 
 #import <Foundation/Foundation.h>
@@ -25,8 +25,9 @@
 // blocked, and the engine stepped in the middle of the driver's sequence.
 // Not around a wait for the device (waitUntilCompleted), which must let the
 // engine step.
-#define HALSIM_METAL_ENTER() \
-  ::hal::sim::engine::Engine::HostCall halsim_metal_call_(::hal::sim::metal::E())
+#define HALSIM_METAL_ENTER()                               \
+  ::hal::sim::engine::Engine::HostCall halsim_metal_call_( \
+      ::hal::sim::metal::E())
 
 @interface HalSimMTLObject : NSObject {
  @public
