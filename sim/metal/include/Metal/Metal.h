@@ -1,10 +1,12 @@
-// A project-written Metal/Metal.h for building the Metal driver off Apple
-// platforms: only the protocols, classes, types and selectors the driver
-// uses, with Apple's names and signatures (from Apple's Metal documentation,
+// The simulated Metal framework's interface: a project-written
+// Metal/Metal.h for building the Metal driver off Apple platforms: only the
+// protocols, classes, types and selectors the driver uses, with Apple's
+// names and signatures (from Apple's Metal documentation,
 // https://developer.apple.com/documentation/metal). On Linux the simulated
-// Metal framework (sim/metal/) implements them; on macOS the real
-// <Metal/Metal.h> from the SDK is used instead and this file is not on the
-// include path.
+// Metal framework (sim/metal/) implements them, and its CMake target
+// (halsim_metal) puts sim/metal/include on the include path of whatever links
+// it, the Metal driver included; on macOS the real <Metal/Metal.h> from the
+// SDK is used instead and this file is not on the include path.
 //
 // Objective-C only: included from drivers/metal/*.mm and sim/metal/*.mm.
 #pragma once
@@ -32,13 +34,18 @@ typedef NS_ENUM(NSUInteger, MTLCPUCacheMode) {
 #define MTLResourceHazardTrackingModeShift 8
 
 typedef NS_OPTIONS(NSUInteger, MTLResourceOptions) {
-  MTLResourceCPUCacheModeDefaultCache = MTLCPUCacheModeDefaultCache << MTLResourceCPUCacheModeShift,
+  MTLResourceCPUCacheModeDefaultCache = MTLCPUCacheModeDefaultCache
+                                        << MTLResourceCPUCacheModeShift,
   MTLResourceCPUCacheModeWriteCombined = MTLCPUCacheModeWriteCombined
                                          << MTLResourceCPUCacheModeShift,
-  MTLResourceStorageModeShared = MTLStorageModeShared << MTLResourceStorageModeShift,
-  MTLResourceStorageModeManaged = MTLStorageModeManaged << MTLResourceStorageModeShift,
-  MTLResourceStorageModePrivate = MTLStorageModePrivate << MTLResourceStorageModeShift,
-  MTLResourceHazardTrackingModeDefault = 0 << MTLResourceHazardTrackingModeShift,
+  MTLResourceStorageModeShared = MTLStorageModeShared
+                                 << MTLResourceStorageModeShift,
+  MTLResourceStorageModeManaged = MTLStorageModeManaged
+                                  << MTLResourceStorageModeShift,
+  MTLResourceStorageModePrivate = MTLStorageModePrivate
+                                  << MTLResourceStorageModeShift,
+  MTLResourceHazardTrackingModeDefault = 0
+                                         << MTLResourceHazardTrackingModeShift,
 };
 
 typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
@@ -58,7 +65,8 @@ typedef struct {
   NSUInteger width, height, depth;
 } MTLSize;
 
-static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height,
+                                  NSUInteger depth) {
   MTLSize size = {width, height, depth};
   return size;
 }
@@ -102,7 +110,9 @@ static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUIntege
 @end
 
 @protocol MTLBlitCommandEncoder <MTLCommandEncoder>
-- (void)fillBuffer:(id<MTLBuffer>)buffer range:(NSRange)range value:(uint8_t)value;
+- (void)fillBuffer:(id<MTLBuffer>)buffer
+             range:(NSRange)range
+             value:(uint8_t)value;
 - (void)copyFromBuffer:(id<MTLBuffer>)sourceBuffer
           sourceOffset:(NSUInteger)sourceOffset
               toBuffer:(id<MTLBuffer>)destinationBuffer
@@ -115,8 +125,12 @@ static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUIntege
 
 @protocol MTLComputeCommandEncoder <MTLCommandEncoder>
 - (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
-- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
-- (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)setBuffer:(id<MTLBuffer>)buffer
+           offset:(NSUInteger)offset
+          atIndex:(NSUInteger)index;
+- (void)setBytes:(const void*)bytes
+          length:(NSUInteger)length
+         atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
        threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
 - (void)dispatchThreadgroupsWithIndirectBuffer:(id<MTLBuffer>)indirectBuffer
@@ -132,7 +146,8 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 @end
 
 @class MTLSharedEventListener;
-typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>, uint64_t value);
+typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>,
+                                                uint64_t value);
 
 @protocol MTLSharedEvent <MTLEvent>
 @property(readwrite) uint64_t signaledValue;
@@ -166,18 +181,24 @@ typedef void (^MTLSharedEventNotificationBlock)(id<MTLSharedEvent>, uint64_t val
 // NO on a Mac whose GPU has its own memory (Managed storage has two copies).
 @property(readonly) BOOL hasUnifiedMemory;
 - (id<MTLCommandQueue>)newCommandQueue;
-- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length
+                             options:(MTLResourceOptions)options;
 // Wraps caller memory: `pointer` page aligned, `length` a nonzero multiple
 // of the page size; `deallocator` (may be nil) runs when the buffer is
 // deallocated.
 - (id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
                                    length:(NSUInteger)length
                                   options:(MTLResourceOptions)options
-                              deallocator:(void (^)(void* pointer, NSUInteger length))deallocator;
+                              deallocator:
+                                  (void (^)(void* pointer,
+                                            NSUInteger length))deallocator;
 - (id<MTLSharedEvent>)newSharedEvent;
-- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source options:(id)options error:(NSError**)error;
-- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
-                                                             error:(NSError**)error;
+- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source
+                               options:(id)options
+                                 error:(NSError**)error;
+- (id<MTLComputePipelineState>)
+    newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                  error:(NSError**)error;
 @end
 
 // --- Classes and functions. -------------------------------------------------

@@ -1,0 +1,84 @@
+// HalSimMTLLibrary, HalSimMTLFunction and HalSimMTLPipeline
+// (sim_metal_library.h).
+#include "sim/metal/sim_metal_library.h"
+
+#include "sim/engine/engine_control.h"
+
+using namespace hal::sim::metal;  // NOLINT
+namespace engine = hal::sim::engine;
+
+namespace hal::sim::metal {
+
+engine::KernelLibrary& Kernels() {
+  static engine::KernelLibrary* kernels = [] {
+    std::string dir;
+    const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_METAL_");
+    if (env && *env) {
+      dir = env;
+    } else {
+#ifdef HALSIM_METAL_KERNEL_MODULES_DIR
+      dir = HALSIM_METAL_KERNEL_MODULES_DIR;
+#endif
+    }
+    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_metal");
+  }();
+  return *kernels;
+}
+
+NSError* MakeError(NSString* domain, const std::string& text) {
+  NSString* message = [NSString stringWithUTF8String:text.c_str()];
+  return [NSError
+      errorWithDomain:domain
+                 code:1
+             userInfo:[NSDictionary
+                          dictionaryWithObject:message
+                                        forKey:NSLocalizedDescriptionKey]];
+}
+
+}  // namespace hal::sim::metal
+
+@implementation HalSimMTLFunction
+- (NSString*)name {
+  return [NSString stringWithUTF8String:kernel_->name.c_str()];
+}
+- (void)simTeardown {
+  delete kernel_;
+}
+@end
+
+@implementation HalSimMTLLibrary
+- (NSArray<NSString*>*)functionNames {
+  NSMutableArray* names = [NSMutableArray array];
+  for (const engine::Kernel& k : *kernels_) {
+    [names addObject:[NSString stringWithUTF8String:k.name.c_str()]];
+  }
+  return names;
+}
+- (id<MTLFunction>)newFunctionWithName:(NSString*)name {
+  HALSIM_METAL_ENTER();
+  const char* want = [name UTF8String];
+  for (const engine::Kernel& k : *kernels_) {
+    if (k.name == want) {
+      HalSimMTLFunction* f = [[HalSimMTLFunction alloc] init];
+      f->kernel_ = new engine::Kernel(k);
+      return f;
+    }
+  }
+  return nil;
+}
+- (void)simTeardown {
+  delete kernels_;
+}
+@end
+
+@implementation HalSimMTLPipeline
+- (NSUInteger)maxTotalThreadsPerThreadgroup {
+  return 1024;
+}
+- (NSUInteger)threadExecutionWidth {
+  return 32;
+}
+- (void)simTeardown {
+  delete kernel_;
+}
+@end
