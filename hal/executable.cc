@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "hal/formats/elf_reader.h"
+#include "hal/formats/ptx_reader.h"
 #include "hal/formats/spirv_reader.h"
 #include "hal/schemas/amdgpu_executable_generated.h"
 #include "hal/schemas/cuda_executable_generated.h"
@@ -184,22 +185,6 @@ Status CheckElf(const std::vector<uint8_t>& code, uint16_t machine,
   return OkStatus();
 }
 
-bool ContainsEntry(const std::vector<uint8_t>& ptx, const std::string& name) {
-  std::string needle = ".entry " + name;
-  auto it = ptx.begin();
-  while (true) {
-    it = std::search(it, ptx.end(), needle.begin(), needle.end());
-    if (it == ptx.end()) return false;
-    auto after = it + needle.size();
-    if (after == ptx.end()) return true;
-    char c = static_cast<char>(*after);
-    bool ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                 (c >= '0' && c <= '9') || c == '_' || c == '$';
-    if (!ident) return true;
-    ++it;
-  }
-}
-
 template <typename T>
 void CopyBytes(const flatbuffers::Vector<T>* v, std::vector<uint8_t>* out) {
   // assign, not resize + memcpy: no zero fill of bytes about to be copied.
@@ -208,6 +193,19 @@ void CopyBytes(const flatbuffers::Vector<T>* v, std::vector<uint8_t>* out) {
 }
 void CopyString(const flatbuffers::String* s, std::vector<uint8_t>* out) {
   out->assign(s->c_str(), s->c_str() + s->size());
+}
+
+// The names of a PTX module's entries. A malformed `.entry` ends the list:
+// the exports after it are not found (the text is not valid PTX anyway).
+std::unordered_set<std::string> PtxEntryNames(const std::vector<uint8_t>& ptx) {
+  std::vector<formats::PtxEntry> entries;
+  std::string error;
+  formats::ReadPtxEntries(
+      std::string_view(reinterpret_cast<const char*>(ptx.data()), ptx.size()),
+      &entries, &error);
+  std::unordered_set<std::string> names;
+  for (formats::PtxEntry& e : entries) names.insert(std::move(e.name));
+  return names;
 }
 
 // Per-format module extraction. Each returns the module's bytes (and ISA).
@@ -283,6 +281,13 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
     if (!m) return InvalidArgumentError("module %u is null", i);
     HAL_RETURN_IF_ERROR(ReadModule(m, i, &out->modules[i]));
   }
+  // Each PTX module's entries, read once for all its exports.
+  std::vector<std::unordered_set<std::string>> ptx_entries;
+  if (format == ExecutableFormat::kCudaPtx) {
+    for (const ExecutableModule& m : out->modules) {
+      ptx_entries.push_back(PtxEntryNames(m.code));
+    }
+  }
   out->functions.resize(exports->size());
   std::unordered_set<std::string> names;
   for (uint32_t i = 0; i < exports->size(); ++i) {
@@ -293,7 +298,7 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
                                   f.name.c_str());
     }
     if (format == ExecutableFormat::kCudaPtx &&
-        !ContainsEntry(out->modules[f.module_ordinal].code, f.name)) {
+        !ptx_entries[f.module_ordinal].count(f.name)) {
       return InvalidArgumentError("export %u: PTX module %u has no '.entry %s'",
                                   i, f.module_ordinal, f.name.c_str());
     }
