@@ -25,6 +25,7 @@ set(GPUHAL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/gpuhal)
 # Layer targets, bottom up, and their exported names (gpuhal::<name>).
 set(_gpuhal_layers
     hal_schemas_headers schemas
+    hal_formats formats
     hal_core core
     hal_utils utils
     halsim_core sim_core

@@ -3,6 +3,9 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "hal/formats/elf_reader.h"
+#include "hal/formats/ptx_reader.h"
+#include "hal/formats/spirv_reader.h"
 #include "hal/schemas/amdgpu_executable_generated.h"
 #include "hal/schemas/cuda_executable_generated.h"
 #include "hal/schemas/hip_executable_generated.h"
@@ -153,59 +156,33 @@ Status ParseExport(const fb::ExportDef* e, size_t index, size_t module_count,
 // ELF64, little-endian, and (when nonzero) the given e_machine.
 Status CheckElf(const std::vector<uint8_t>& code, uint16_t machine,
                 const char* what, size_t index) {
-  if (code.size() < 64 || std::memcmp(code.data(),
-                                      "\x7f"
-                                      "ELF",
-                                      4) != 0) {
-    return InvalidArgumentError("module %zu: %s is not an ELF image", index,
-                                what);
+  formats::ElfHeader h;
+  switch (formats::ReadElfHeader(code, &h)) {
+    case formats::ElfError::kOk:
+      break;
+    case formats::ElfError::kNotElf64Lsb:
+      return InvalidArgumentError(
+          "module %zu: %s is not a little-endian ELF64 image", index, what);
+    default:  // too short, or no magic
+      return InvalidArgumentError("module %zu: %s is not an ELF image", index,
+                                  what);
   }
-  if (code[4] != 2 || code[5] != 1) {
+  if (machine && h.machine != machine) {
     return InvalidArgumentError(
-        "module %zu: %s is not a little-endian ELF64 image", index, what);
-  }
-  uint16_t m;
-  std::memcpy(&m, code.data() + 18, 2);
-  if (machine && m != machine) {
-    return InvalidArgumentError(
-        "module %zu: %s has ELF machine %u, expected %u", index, what, m,
-        machine);
+        "module %zu: %s has ELF machine %u, expected %u", index, what,
+        h.machine, machine);
   }
   // Loaders read the image in place from its headers (hipModuleLoadDataEx
   // takes no size), so the section header table must lie inside it.
-  uint64_t shoff;
-  uint16_t shentsize, shnum;
-  std::memcpy(&shoff, code.data() + 40, 8);
-  std::memcpy(&shentsize, code.data() + 58, 2);
-  std::memcpy(&shnum, code.data() + 60, 2);
-  const uint64_t table = uint64_t{shentsize} * shnum;
-  if (shoff > code.size() || table > code.size() - shoff) {
+  const uint64_t table = uint64_t{h.shentsize} * h.shnum;
+  if (!formats::ElfBytes(code, h.shoff, table)) {
     return InvalidArgumentError(
         "module %zu: %s has section headers at [%llu, +%llu) outside its %zu "
         "bytes",
-        index, what, static_cast<unsigned long long>(shoff),
+        index, what, static_cast<unsigned long long>(h.shoff),
         static_cast<unsigned long long>(table), code.size());
   }
   return OkStatus();
-}
-
-constexpr uint16_t kElfMachineAmdgpu = 224;
-constexpr uint32_t kSpirvMagic = 0x07230203;
-
-bool ContainsEntry(const std::vector<uint8_t>& ptx, const std::string& name) {
-  std::string needle = ".entry " + name;
-  auto it = ptx.begin();
-  while (true) {
-    it = std::search(it, ptx.end(), needle.begin(), needle.end());
-    if (it == ptx.end()) return false;
-    auto after = it + needle.size();
-    if (after == ptx.end()) return true;
-    char c = static_cast<char>(*after);
-    bool ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                 (c >= '0' && c <= '9') || c == '_' || c == '$';
-    if (!ident) return true;
-    ++it;
-  }
 }
 
 template <typename T>
@@ -216,6 +193,19 @@ void CopyBytes(const flatbuffers::Vector<T>* v, std::vector<uint8_t>* out) {
 }
 void CopyString(const flatbuffers::String* s, std::vector<uint8_t>* out) {
   out->assign(s->c_str(), s->c_str() + s->size());
+}
+
+// The names of a PTX module's entries. A malformed `.entry` ends the list:
+// the exports after it are not found (the text is not valid PTX anyway).
+std::unordered_set<std::string> PtxEntryNames(const std::vector<uint8_t>& ptx) {
+  std::vector<formats::PtxEntry> entries;
+  std::string error;
+  formats::ReadPtxEntries(
+      std::string_view(reinterpret_cast<const char*>(ptx.data()), ptx.size()),
+      &entries, &error);
+  std::unordered_set<std::string> names;
+  for (formats::PtxEntry& e : entries) names.insert(std::move(e.name));
+  return names;
 }
 
 // Per-format module extraction. Each returns the module's bytes (and ISA).
@@ -235,7 +225,7 @@ Status ReadModule(const fb::PtxModuleDef* m, size_t i, ExecutableModule* out) {
 Status ReadModule(const fb::HsacoModuleDef* m, size_t i,
                   ExecutableModule* out) {
   CopyBytes(m->hsaco(), &out->code);
-  return CheckElf(out->code, kElfMachineAmdgpu, "HSACO", i);
+  return CheckElf(out->code, formats::kElfMachineAmdgpu, "HSACO", i);
 }
 Status ReadModule(const fb::AmdgpuCodeObjectDef* m, size_t i,
                   ExecutableModule* out) {
@@ -248,15 +238,16 @@ Status ReadModule(const fb::AmdgpuCodeObjectDef* m, size_t i,
     return InvalidArgumentError("module %zu: ISA name contains a NUL byte", i);
   }
   CopyBytes(m->code_object(), &out->code);
-  return CheckElf(out->code, kElfMachineAmdgpu, "code object", i);
+  return CheckElf(out->code, formats::kElfMachineAmdgpu, "code object", i);
 }
 Status ReadModule(const fb::SpirvModuleDef* m, size_t i,
                   ExecutableModule* out) {
   CopyBytes(m->spirv(), &out->code);
-  if (out->code.size() < 20 || LoadU32(out->code.data()) != kSpirvMagic) {
+  if (out->code.size() < 20 ||
+      LoadU32(out->code.data()) != formats::kSpirvMagic) {
     return InvalidArgumentError(
         "module %zu: SPIR-V lacks the 5-word header with magic 0x%08x", i,
-        kSpirvMagic);
+        formats::kSpirvMagic);
   }
   return OkStatus();
 }
@@ -290,6 +281,13 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
     if (!m) return InvalidArgumentError("module %u is null", i);
     HAL_RETURN_IF_ERROR(ReadModule(m, i, &out->modules[i]));
   }
+  // Each PTX module's entries, read once for all its exports.
+  std::vector<std::unordered_set<std::string>> ptx_entries;
+  if (format == ExecutableFormat::kCudaPtx) {
+    for (const ExecutableModule& m : out->modules) {
+      ptx_entries.push_back(PtxEntryNames(m.code));
+    }
+  }
   out->functions.resize(exports->size());
   std::unordered_set<std::string> names;
   for (uint32_t i = 0; i < exports->size(); ++i) {
@@ -300,7 +298,7 @@ Status ParseRoot(const Root* root, ExecutableFormat format,
                                   f.name.c_str());
     }
     if (format == ExecutableFormat::kCudaPtx &&
-        !ContainsEntry(out->modules[f.module_ordinal].code, f.name)) {
+        !ptx_entries[f.module_ordinal].count(f.name)) {
       return InvalidArgumentError("export %u: PTX module %u has no '.entry %s'",
                                   i, f.module_ordinal, f.name.c_str());
     }

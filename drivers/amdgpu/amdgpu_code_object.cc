@@ -1,9 +1,9 @@
 #include "drivers/amdgpu/amdgpu_code_object.h"
 
-#include <elf.h>
-
 #include <cstring>
 #include <memory>
+
+#include "hal/formats/elf_reader.h"
 
 namespace hal::amdgpu {
 
@@ -163,46 +163,33 @@ class Reader {
 };
 
 StatusOr<std::span<const uint8_t>> FindMetadata(std::span<const uint8_t> elf) {
-  Elf64_Ehdr eh;
-  if (elf.size() < sizeof(eh)) {
+  formats::ElfHeader eh;
+  const formats::ElfError header = formats::ReadElfHeader(elf, &eh);
+  if (header == formats::ElfError::kTooShort) {
     return InvalidArgumentError(
         "amdgpu code object: shorter than an ELF header");
   }
-  std::memcpy(&eh, elf.data(), sizeof(eh));
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_AMDGPU) {
+  if (header != formats::ElfError::kOk ||
+      eh.machine != formats::kElfMachineAmdgpu) {
     return InvalidArgumentError(
         "amdgpu code object: not a 64-bit EM_AMDGPU ELF");
   }
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > elf.size() ||
-      uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > elf.size() - eh.e_shoff) {
+  formats::ElfImage image;
+  if (formats::ElfImage::Open(elf, &image) != formats::ElfError::kOk) {
     return InvalidArgumentError(
         "amdgpu code object: section headers outside the image");
   }
-  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof(Elf64_Shdr),
-                sizeof(sh));
-    if (sh.sh_type != SHT_NOTE) continue;
-    if (sh.sh_offset > elf.size() || sh.sh_size > elf.size() - sh.sh_offset) {
+  std::vector<formats::ElfNote> notes;
+  for (const formats::ElfSection& sh : image.sections()) {
+    if (sh.type != formats::kElfSectionNote) continue;
+    if (image.ReadNotes(sh, &notes) != formats::ElfError::kOk) {
       return InvalidArgumentError("amdgpu code object: note outside the image");
     }
-    const uint8_t* p = elf.data() + sh.sh_offset;
-    uint64_t left = sh.sh_size;
-    while (left >= 12) {
-      uint32_t namesz, descsz, type;
-      std::memcpy(&namesz, p, 4);
-      std::memcpy(&descsz, p + 4, 4);
-      std::memcpy(&type, p + 8, 4);
-      const uint64_t name_pad = (uint64_t{namesz} + 3) & ~uint64_t{3};
-      const uint64_t desc_pad = (uint64_t{descsz} + 3) & ~uint64_t{3};
-      if (name_pad + desc_pad > left - 12) break;
-      if (type == kNtAmdgpuMetadata && namesz == 7 &&
-          std::memcmp(p + 12, "AMDGPU", 7) == 0) {
-        return std::span<const uint8_t>(p + 12 + name_pad, descsz);
+    for (const formats::ElfNote& note : notes) {
+      if (note.type == kNtAmdgpuMetadata && note.name.size() == 7 &&
+          std::memcmp(note.name.data(), "AMDGPU", 7) == 0) {
+        return note.desc;
       }
-      p += 12 + name_pad + desc_pad;
-      left -= 12 + name_pad + desc_pad;
     }
   }
   return InvalidArgumentError(

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "drivers/level_zero/ze_spirv.h"
 #include "drivers/level_zero/ze_status.h"
+#include "hal/formats/spirv_reader.h"
 
 namespace hal::level_zero {
+
+using formats::ParseSpirvKernels;
+using formats::SpirvKernel;
 
 #define ZE(expr, ...) HAL_ZE_RETURN_IF_ERROR(syms_.get(), expr, __VA_ARGS__)
 

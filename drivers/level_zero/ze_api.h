@@ -20,10 +20,10 @@
 //     address is its device address. Level Zero 1.4 cannot register
 //     (import) arbitrary host memory: MemHostRegister is UNIMPLEMENTED.
 //   * Modules are SPIR-V; each kernel's argument sizes come from the module
-//     (ze_spirv.h). Kernel arguments are kernel state in Level Zero, so a
-//     launch sets them and appends under the kernel's lock. Indirect
-//     launches are zeCommandListAppendLaunchKernelIndirect: the device reads
-//     the group count, with no host round trip.
+//     (hal/formats/spirv_reader.h). Kernel arguments are kernel state in
+//     Level Zero, so a launch sets them and appends under the kernel's
+//     lock. Indirect launches are zeCommandListAppendLaunchKernelIndirect:
+//     the device reads the group count, with no host round trip.
 //   * Graphs are regular command lists built once (dependencies as
 //     barriers) and run by zeCommandQueueExecuteCommandLists on a command
 //     queue per stream, ordered with the stream by events (ze_api.cc).

@@ -7,6 +7,7 @@
 
 #include "drivers/sim/sim_device.h"
 #include "drivers/sim/sim_executable.h"
+#include "drivers/sim/sim_range.h"
 
 namespace hal::sim {
 
@@ -68,9 +69,9 @@ template <typename T>
 struct CommandTraits {
   static constexpr const char* kName = "command";
 };
-#define HAL_SIM_COMMAND_NAME(T, name) \
-  template <>                         \
-  struct CommandTraits<T> {           \
+#define HAL_SIM_COMMAND_NAME(T, name)          \
+  template <>                                  \
+  struct CommandTraits<T> {                    \
     static constexpr const char* kName = name; \
   };
 HAL_SIM_COMMAND_NAME(cmd::Barrier, "barrier")
@@ -103,8 +104,10 @@ void CommandAccesses(const Command& c, BindingTable table,
     ResolvedRef r = CommandBuffer::ResolveRef(u->target, table);
     AddAccess(r, r.length, true, out);
   } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
-    AddAccess(CommandBuffer::ResolveRef(cp->source, table), cp->length, false, out);
-    AddAccess(CommandBuffer::ResolveRef(cp->target, table), cp->length, true, out);
+    AddAccess(CommandBuffer::ResolveRef(cp->source, table), cp->length, false,
+              out);
+    AddAccess(CommandBuffer::ResolveRef(cp->target, table), cp->length, true,
+              out);
   } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
     // Every binding the function may write counts as written.
     const FunctionInfo& fn = d->executable->functions()[d->entry_point];
@@ -139,10 +142,11 @@ StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
     if (ctx.checking() && intervals.size() > 1) {
       // Sort by (buffer, begin) and sweep: each interval is compared with
       // the earlier ones that still overlap it.
-      std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
-        return a.buffer_id != b.buffer_id ? a.buffer_id < b.buffer_id
-                                          : a.begin < b.begin;
-      });
+      std::sort(intervals.begin(), intervals.end(),
+                [](const Interval& a, const Interval& b) {
+                  return a.buffer_id != b.buffer_id ? a.buffer_id < b.buffer_id
+                                                    : a.begin < b.begin;
+                });
       std::vector<const Interval*> open;
       for (const Interval& iv : intervals) {
         open.erase(std::remove_if(open.begin(), open.end(),
@@ -166,9 +170,10 @@ StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
               "command %zu (%s) and command %zu (%s) with no barrier between "
               "them",
               op_label.c_str(), first->write ? "write" : "read",
-              second->write ? "write" : "read", (unsigned long long)iv.buffer_id,
-              (unsigned long long)lo, (unsigned long long)(hi - lo), a,
-              CommandName(commands[a]), b, CommandName(commands[b]));
+              second->write ? "write" : "read",
+              (unsigned long long)iv.buffer_id, (unsigned long long)lo,
+              (unsigned long long)(hi - lo), a, CommandName(commands[a]), b,
+              CommandName(commands[b]));
           ctx.Report(buf);
           return FailedPreconditionError("%s", buf);
         }
@@ -195,8 +200,8 @@ StatusOr<std::vector<size_t>> PlanCommandBuffer(const CommandBuffer& cb,
     CommandAccesses(commands[i], table, &accesses);
     for (const SimAccess& a : accesses) {
       if (a.length == 0) continue;
-      intervals.push_back(Interval{a.buffer_id, a.offset, a.offset + a.length,
-                                   a.write, i});
+      intervals.push_back(
+          Interval{a.buffer_id, a.offset, a.offset + a.length, a.write, i});
     }
   }
   HAL_RETURN_IF_ERROR(close_segment(order.size()));

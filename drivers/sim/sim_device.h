@@ -112,18 +112,6 @@ StatusOr<uint64_t> SimVirtualTimeNs(Device* device);
 StatusOr<std::vector<std::string>> SimCheckerReports(Device* device);
 Status SimSetFaults(Device* device, const SimFaultPlan& plan);
 
-// A buffer reference's host range when its work runs, for a command that
-// touches `length` bytes of it (kWholeBuffer: all of it): resolved and
-// checked by utils::ResolveBufferRef (hal/utils/buffer_ref_resolve.h: slot,
-// ranges, freed), then INVALID_ARGUMENT for a buffer of another driver and
-// FAILED_PRECONDITION when its memory is not committed, whatever the
-// length. `data` is null for a range of an empty buffer.
-struct SimRange {
-  uint8_t* data = nullptr;
-  DeviceSize length = 0;
-};
-StatusOr<SimRange> ResolveSimRange(const BufferRef& ref, BindingTable table,
-                                   DeviceSize length, const char* what);
 // The per-device id of a simulator buffer (0 for others).
 uint64_t SimBufferId(Buffer* allocated);
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/sim/sim_device.h"
+#include "drivers/sim/sim_range.h"
 #include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim {

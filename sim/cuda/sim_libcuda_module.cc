@@ -5,10 +5,11 @@
 // parameter list from the PTX text, and looks NAME up in the native kernel
 // modules (compiled in as HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR,
 // alias HALSIM_CUDA_KERNEL_DIR, overrides it). The PTX is never executed.
-#include <cctype>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "hal/formats/ptx_reader.h"
 #include "sim/cuda/sim_libcuda_internal.h"
 
 using namespace hal::sim::cuda;  // NOLINT: the C ABI edge
@@ -24,40 +25,23 @@ int ParamBytes(const std::string& t) {
   return 0;
 }
 
-// Parses `.entry NAME(<params>)` blocks. False for text that is not PTX.
+// Reads the `.entry NAME(<params>)` blocks (hal/formats/ptx_reader.h). False
+// for text that is not PTX the simulator understands.
 bool ParsePtx(const std::string& ptx, skin::Module* module) {
   if (ptx.find(".version") == std::string::npos ||
       ptx.find(".target") == std::string::npos) {
     return false;
   }
-  size_t pos = 0;
-  while ((pos = ptx.find(".entry", pos)) != std::string::npos) {
-    pos += 6;
-    size_t start = ptx.find_first_not_of(" \t\r\n", pos);
-    if (start == std::string::npos) return false;
-    size_t end = start;
-    while (end < ptx.size() &&
-           (std::isalnum(static_cast<unsigned char>(ptx[end])) ||
-            ptx[end] == '_' || ptx[end] == '$')) {
-      ++end;
-    }
-    if (end == start) return false;
-    skin::Function* f =
-        skin::AddFunction(L(), module, ptx.substr(start, end - start));
-    size_t open = ptx.find_first_not_of(" \t\r\n", end);
-    if (open == std::string::npos || ptx[open] != '(') continue;
-    size_t close = ptx.find(')', open);
-    if (close == std::string::npos) return false;
-    std::string params = ptx.substr(open + 1, close - open - 1);
-    for (size_t p = 0; (p = params.find(".param", p)) != std::string::npos;) {
-      p += 6;
-      size_t type = params.find_first_not_of(" \t\r\n", p);
-      if (type == std::string::npos) return false;
-      int bytes = ParamBytes(params.substr(type, 4));
+  std::vector<hal::formats::PtxEntry> entries;
+  std::string error;
+  if (!hal::formats::ReadPtxEntries(ptx, &entries, &error)) return false;
+  for (const hal::formats::PtxEntry& entry : entries) {
+    skin::Function* f = skin::AddFunction(L(), module, entry.name);
+    for (const std::string& type : entry.param_types) {
+      int bytes = ParamBytes(type);
       if (bytes == 0) return false;
       f->param_bytes.push_back(bytes);
     }
-    pos = close;
   }
   return true;
 }

@@ -2,8 +2,8 @@
 // AMDGPU code-object format): the kernel descriptors a simulated vendor
 // library needs to run a kernel as the native build of the same kernel.
 //
-// One parser for every AMD skin: sim/hsa uses it; sim/hip still has its own
-// copy of the same walk (sim_libhip_module.cc) and can switch to this one.
+// One parser for every AMD skin (sim/hsa, sim/hip), over the tree's one ELF
+// reader (hal/formats/elf_reader.h).
 #pragma once
 
 #include <cstddef>
@@ -24,12 +24,28 @@ struct AmdgpuKernelDescriptor {
   uint32_t kernarg_size = 0;
 };
 
-// Reads the kernel descriptors of `image`. `size` bounds every read (0: the
-// size is read from the ELF header, as HIP's hipModuleLoadDataEx must).
-// False, with the reason in `*error`, for anything that is not a 64-bit
-// little-endian EM_AMDGPU ELF for gfx90a holding at least one descriptor.
+// Why ParseAmdgpuCodeObject failed, for a skin whose vendor errors tell the
+// cases apart (HIP: hipErrorNoBinaryForGpu for another machine).
+enum class AmdgpuCodeObjectError {
+  kNone,
+  kNotAmdgpu,     // shorter than an ELF header, or not a 64-bit
+                  // little-endian EM_AMDGPU ELF
+  kWrongMachine,  // an AMDGPU ELF for another machine than gfx90a
+  kMalformed,     // a section header table, symbol table or kernel
+                  // descriptor that is malformed or outside the image
+  kNoKernels,     // no NAME.kd descriptor
+};
+
+// Reads the kernel descriptors of `image`, in symbol-table order (a name in
+// both .symtab and .dynsym once, as first seen). `size` bounds every read
+// (0: the size is read from the ELF header, as HIP's hipModuleLoadDataEx
+// must; the first 64 bytes must then be readable). False, with the reason
+// in `*error` (and in `*kind` when not null), for anything that is not a
+// 64-bit little-endian EM_AMDGPU ELF for gfx90a holding at least one
+// descriptor.
 bool ParseAmdgpuCodeObject(const uint8_t* image, size_t size,
                            std::vector<AmdgpuKernelDescriptor>* out,
-                           std::string* error);
+                           std::string* error,
+                           AmdgpuCodeObjectError* kind = nullptr);
 
 }  // namespace hal::sim::engine

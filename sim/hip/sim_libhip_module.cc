@@ -2,16 +2,17 @@
 //
 // A module is an HSACO code object: an EM_AMDGPU ELF for the device's ISA
 // (gfx90a). hipModuleLoadDataEx checks the ELF header and reads its symbol
-// table: every 64-byte kernel descriptor `NAME.kd` is a kernel NAME, and its
+// table (sim/engine/engine_amdgpu_elf.h, as the simulated HSA does): every
+// 64-byte kernel descriptor `NAME.kd` is a kernel NAME, and its
 // kernarg_size (bytes 8-11 of the descriptor) the size of its argument
 // block. NAME runs as the native build of the same test kernel (compiled in
 // as HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it); the
 // AMDGPU code itself is never executed.
-#include <elf.h>
-
 #include <cstring>
 #include <string>
 
+#include "hal/formats/elf_reader.h"
+#include "sim/engine/engine_amdgpu_elf.h"
 #include "sim/hip/sim_libhip_internal.h"
 
 using namespace hal::sim::hip;  // NOLINT: the C ABI edge
@@ -19,86 +20,43 @@ namespace skin = hal::sim::skin;
 
 namespace {
 
-// The bytes [offset, offset + size) of the image, or null when outside it.
-const uint8_t* At(const uint8_t* image, size_t image_size, uint64_t offset,
-                  uint64_t size) {
-  if (offset > image_size || size > image_size - offset) return nullptr;
-  return image + offset;
-}
-
 // Reads the kernels of an HSACO image. The image size is not passed to
 // hipModuleLoadDataEx (as in HIP), so it is read from the ELF header: the
 // section headers are the last thing lld writes.
 hipError_t ParseHsaco(const uint8_t* image, skin::Module* module) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, image, sizeof(eh));
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_AMDGPU) {
+  namespace formats = hal::formats;
+  // The header first, for HIP's own errors (hipErrorNoBinaryForGpu).
+  formats::ElfHeader eh;
+  if (formats::ReadElfHeader({image, formats::kElf64HeaderSize}, &eh) !=
+          formats::ElfError::kOk ||
+      eh.machine != formats::kElfMachineAmdgpu) {
     std::fprintf(stderr,
                  "halsim_hip: hipModuleLoadDataEx: not an HSACO code object "
                  "(a 64-bit little-endian EM_AMDGPU ELF)\n");
     return hipErrorInvalidImage;
   }
-  if ((eh.e_flags & 0xff) != kGfx90aMach) {
+  if ((eh.flags & 0xff) != kGfx90aMach) {
     std::fprintf(stderr,
                  "halsim_hip: hipModuleLoadDataEx: the code object is for "
                  "AMDGPU machine 0x%x; the simulated device is gfx90a "
                  "(0x%x)\n",
-                 eh.e_flags & 0xff, kGfx90aMach);
+                 eh.flags & 0xff, kGfx90aMach);
     return hipErrorNoBinaryForGpu;
   }
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0) {
+  std::vector<hal::sim::engine::AmdgpuKernelDescriptor> kernels;
+  std::string error;
+  hal::sim::engine::AmdgpuCodeObjectError kind;
+  if (!hal::sim::engine::ParseAmdgpuCodeObject(image, 0, &kernels, &error,
+                                               &kind)) {
+    if (kind == hal::sim::engine::AmdgpuCodeObjectError::kNoKernels) {
+      std::fprintf(stderr,
+                   "halsim_hip: hipModuleLoadDataEx: the code object has no "
+                   "kernel descriptors (NAME.kd symbols)\n");
+    }
     return hipErrorInvalidImage;
   }
-  const size_t size = eh.e_shoff + size_t{eh.e_shnum} * sizeof(Elf64_Shdr);
-  if (eh.e_shoff < sizeof(eh) || size < eh.e_shoff) return hipErrorInvalidImage;
-  std::vector<Elf64_Shdr> sections(eh.e_shnum);
-  std::memcpy(sections.data(), image + eh.e_shoff,
-              sections.size() * sizeof(Elf64_Shdr));
-  bool found_symbols = false;
-  for (const Elf64_Shdr& sh : sections) {
-    if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) continue;
-    if (sh.sh_link >= sections.size() || sh.sh_entsize != sizeof(Elf64_Sym)) {
-      return hipErrorInvalidImage;
-    }
-    const Elf64_Shdr& strtab = sections[sh.sh_link];
-    const uint8_t* syms = At(image, size, sh.sh_offset, sh.sh_size);
-    const uint8_t* strs = At(image, size, strtab.sh_offset, strtab.sh_size);
-    if (!syms || !strs) return hipErrorInvalidImage;
-    found_symbols = true;
-    for (uint64_t i = 0; i < sh.sh_size / sizeof(Elf64_Sym); ++i) {
-      Elf64_Sym sym;
-      std::memcpy(&sym, syms + i * sizeof(Elf64_Sym), sizeof(sym));
-      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size != 64 ||
-          sym.st_name >= strtab.sh_size || sym.st_shndx >= sections.size()) {
-        continue;
-      }
-      const char* name = reinterpret_cast<const char*>(strs) + sym.st_name;
-      size_t len = strnlen(name, strtab.sh_size - sym.st_name);
-      if (len <= 3 || len == strtab.sh_size - sym.st_name ||
-          std::strcmp(name + len - 3, ".kd") != 0) {
-        continue;
-      }
-      // The descriptor's bytes, through the section that holds it.
-      const Elf64_Shdr& holder = sections[sym.st_shndx];
-      if (holder.sh_size < 64 || sym.st_value < holder.sh_addr ||
-          sym.st_value - holder.sh_addr > holder.sh_size - 64) {
-        return hipErrorInvalidImage;
-      }
-      const uint8_t* kd = At(
-          image, size, holder.sh_offset + (sym.st_value - holder.sh_addr), 64);
-      if (!kd) return hipErrorInvalidImage;
-      skin::Function* f =
-          skin::AddFunction(L(), module, std::string(name, len - 3));
-      std::memcpy(&f->kernarg_size, kd + 8, 4);
-    }
-  }
-  if (!found_symbols || module->functions.empty()) {
-    std::fprintf(stderr,
-                 "halsim_hip: hipModuleLoadDataEx: the code object has no "
-                 "kernel descriptors (NAME.kd symbols)\n");
-    return hipErrorInvalidImage;
+  for (const hal::sim::engine::AmdgpuKernelDescriptor& k : kernels) {
+    skin::AddFunction(L(), module, k.name)->kernarg_size = k.kernarg_size;
   }
   return hipSuccess;
 }

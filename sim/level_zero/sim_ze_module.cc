@@ -2,9 +2,9 @@
 //
 // A module is SPIR-V (ZE_MODULE_FORMAT_IL_SPIRV). zeModuleCreate reads its
 // kernels and their argument sizes with the driver's reader
-// (drivers/level_zero/ze_spirv.h, compiled into this library too). A kernel
-// runs as the native (sim-format) build of the same test kernel
-// (build/<preset>/kernels/modules/*.sim.so, compiled in as
+// (hal/formats/spirv_reader.h, from hal_formats, which halsim_engine
+// links). A kernel runs as the native (sim-format) build of the same test
+// kernel (build/<preset>/kernels/modules/*.sim.so, compiled in as
 // HALSIM_ZE_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it), whose
 // signature must be the SPIR-V one; the SPIR-V itself is never executed.
 // zeKernelSetGroupSize must give the native build's workgroup size.
@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "drivers/level_zero/ze_spirv.h"
+#include "hal/formats/spirv_reader.h"
 #include "sim/engine/engine_kernels.h"
 #include "sim/level_zero/sim_ze_internal.h"
 
@@ -27,7 +27,7 @@ struct BuildLog {
   std::string text;
 };
 
-using hal::level_zero::SpirvKernel;
+using hal::formats::SpirvKernel;
 
 struct ModuleData : Module {
   std::vector<SpirvKernel> kernels;
@@ -61,7 +61,7 @@ ze_result_t SimModuleCreate(ze_context_handle_t context,
   auto m = std::make_unique<ModuleData>();
   m->device = dev;
   std::string error;
-  if (!hal::level_zero::ParseSpirvKernels(
+  if (!hal::formats::ParseSpirvKernels(
           std::span<const uint8_t>(desc->pInputModule, desc->inputSize),
           &m->kernels, &error)) {
     log->text = error;

@@ -2,28 +2,12 @@
 // (sim_metal_library.h).
 #include "sim/metal/sim_metal_library.h"
 
-#include "sim/engine/engine_control.h"
-
 using namespace hal::sim::metal;  // NOLINT
 namespace engine = hal::sim::engine;
 
 namespace hal::sim::metal {
 
-engine::KernelLibrary& Kernels() {
-  static engine::KernelLibrary* kernels = [] {
-    std::string dir;
-    const char* env = engine::GetControlEnv("KERNEL_DIR", "HALSIM_METAL_");
-    if (env && *env) {
-      dir = env;
-    } else {
-#ifdef HALSIM_METAL_KERNEL_MODULES_DIR
-      dir = HALSIM_METAL_KERNEL_MODULES_DIR;
-#endif
-    }
-    return new engine::KernelLibrary(dir, "HALSIM_KERNEL_DIR", "halsim_metal");
-  }();
-  return *kernels;
-}
+engine::KernelLibrary& Kernels() { return L().kernels(); }
 
 NSError* MakeError(NSString* domain, const std::string& text) {
   NSString* message = [NSString stringWithUTF8String:text.c_str()];

@@ -1,12 +1,11 @@
-#include "drivers/level_zero/ze_spirv.h"
+#include "hal/formats/spirv_reader.h"
 
 #include <cstring>
 #include <map>
 
-namespace hal::level_zero {
+namespace hal::formats {
 
 namespace {
-constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr uint32_t kOpEntryPoint = 15, kOpTypeInt = 21, kOpTypeFloat = 22,
                    kOpTypePointer = 32, kOpFunction = 54,
                    kOpFunctionParameter = 55, kOpFunctionEnd = 56;
@@ -78,4 +77,4 @@ bool ParseSpirvKernels(std::span<const uint8_t> module,
   return true;
 }
 
-}  // namespace hal::level_zero
+}  // namespace hal::formats
