@@ -102,12 +102,24 @@ Status Allocator::ValidateParams(const BufferParams& params) const {
   return OkStatus();
 }
 
+BufferParams Allocator::ResolveOptimal(const BufferParams& params) {
+  BufferParams r = params;
+  if (AllOf(r.type, MemoryType::kOptimal)) {
+    r.type = r.type & ~MemoryType::kOptimal;
+    if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
+    if (Any(r.usage & BufferUsage::kMapping)) {
+      r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
+    }
+  }
+  return r;
+}
+
 BufferCompatibility Allocator::QueryCompatibility(const BufferParams& params,
                                                   DeviceSize size,
                                                   BufferParams* out_resolved) {
   if (!ValidateParams(params).ok()) return BufferCompatibility::kNone;
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (out_resolved) *out_resolved = resolved;
   return c;
 }
@@ -116,7 +128,7 @@ StatusOr<Ref<Buffer>> Allocator::AllocateBuffer(const BufferParams& params,
                                                 DeviceSize size) {
   HAL_RETURN_IF_ERROR(ValidateParams(params));
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (!Any(c & BufferCompatibility::kAllocatable)) {
     return InvalidArgumentError(
         "allocator cannot allocate %llu bytes of memory type %s with usage %s",
@@ -179,7 +191,7 @@ StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
         (unsigned long long)size);
   }
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(params, size, &resolved);
+  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (!Any(c & BufferCompatibility::kImportable)) {
     return InvalidArgumentError("allocator cannot import memory type %s",
                                 MemoryTypeString(params.type).c_str());

@@ -100,6 +100,10 @@ class Allocator : public RefCounted {
 
   AllocatorStatistics statistics() const;
 
+  // `params` with kOptimal resolved as every allocator resolves it (see
+  // QueryCompatibilityImpl); params without it are returned unchanged.
+  static BufferParams ResolveOptimal(const BufferParams& params);
+
   // The parameter checks AllocateBuffer makes (INVALID_ARGUMENT), for
   // callers that allocate later (queue_alloca).
   Status ValidateParams(const BufferParams& params) const;
@@ -126,8 +130,10 @@ class Allocator : public RefCounted {
                              DeviceSize device_memory_bytes,
                              bool host_backed) const;
 
-  // Called with validated params; fill `out_resolved` with what an
-  // allocation would get.
+  // Called with validated params whose kOptimal is already resolved (the
+  // bit cleared; DEVICE_LOCAL when no type is left; HOST_VISIBLE |
+  // HOST_COHERENT added for mapping usage); fill `out_resolved` with what
+  // an allocation would get.
   virtual BufferCompatibility QueryCompatibilityImpl(
       const BufferParams& params, DeviceSize size,
       BufferParams* out_resolved) = 0;

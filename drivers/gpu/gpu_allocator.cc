@@ -170,13 +170,6 @@ Ref<GpuAllocator> GpuAllocator::Create(std::shared_ptr<GpuApi> api,
 BufferCompatibility GpuAllocator::QueryCompatibilityImpl(
     const BufferParams& params, DeviceSize size, BufferParams* out_resolved) {
   BufferParams r = params;
-  if (AllOf(r.type, MemoryType::kOptimal)) {
-    r.type = r.type & ~MemoryType::kOptimal;
-    if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
-    if (Any(r.usage & BufferUsage::kMapping)) {
-      r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
-    }
-  }
   // Pinned and managed memory are coherent; everything is reachable from
   // the device.
   if (AllOf(r.type, MemoryType::kHostVisible))

@@ -45,13 +45,6 @@ StatusOr<Ref<Buffer>> MetalAllocator::Reserve(const BufferParams& params,
 BufferCompatibility MetalAllocator::QueryCompatibilityImpl(
     const BufferParams& params, DeviceSize size, BufferParams* out_resolved) {
   BufferParams r = params;
-  if (AllOf(r.type, MemoryType::kOptimal)) {
-    r.type = r.type & ~MemoryType::kOptimal;
-    if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
-    if (Any(r.usage & BufferUsage::kMapping)) {
-      r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
-    }
-  }
   // Shared storage is what the host sees: coherent on Apple silicon. On a
   // managed device, host-visible memory is Managed storage, coherent only
   // when asked for (the driver announces and synchronizes for it).

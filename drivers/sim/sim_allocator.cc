@@ -130,13 +130,6 @@ void SimAllocator::Uncharge(MemoryType type, DeviceSize size) {
 BufferCompatibility SimAllocator::QueryCompatibilityImpl(
     const BufferParams& params, DeviceSize size, BufferParams* out_resolved) {
   BufferParams r = params;
-  if (AllOf(r.type, MemoryType::kOptimal)) {
-    r.type = r.type & ~MemoryType::kOptimal;
-    if (!Any(r.type)) r.type = MemoryType::kDeviceLocal;
-    if (Any(r.usage & BufferUsage::kMapping)) {
-      r.type |= MemoryType::kHostVisible | MemoryType::kHostCoherent;
-    }
-  }
   // Everything here is host memory the "device" can reach.
   r.type |= MemoryType::kDeviceVisible;
   if (r.min_alignment == 0) r.min_alignment = kDefaultAlignment;
