@@ -77,7 +77,7 @@ void SkipWithStatus(benchmark::State& state, const Status& status);
   }
 
 // HAL_BENCH_MAIN with a registration function run once the device exists.
-#define HAL_BENCH_MAIN_WITH(register_fn)                      \
-  int main(int argc, char** argv) {                           \
+#define HAL_BENCH_MAIN_WITH(register_fn)                     \
+  int main(int argc, char** argv) {                          \
     return ::hal::bench::BenchMain(argc, argv, register_fn); \
   }

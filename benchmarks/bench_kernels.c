@@ -8,8 +8,8 @@
 #include "hal/cts/kernels/hal_kernel.h"
 
 HAL_KERNEL(hal_bench_copy, 2, 1, 64, 1, 1)
-  uint i = HAL_GLOBAL_ID_X;
-  if (i < HAL_CONSTANT(0)) HAL_STORE(1, i, HAL_LOAD(0, i));
+uint i = HAL_GLOBAL_ID_X;
+if (i < HAL_CONSTANT(0)) HAL_STORE(1, i, HAL_LOAD(0, i));
 HAL_KERNEL_END
 
 /* The same range of workgroups without the macro layer: no bounds,

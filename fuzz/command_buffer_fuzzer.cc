@@ -34,9 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int buffer_count = 1 + in.Below(3);
   for (int i = 0; i < buffer_count; ++i) {
     BufferParams params;
-    params.type = in.Bool() ? MemoryType::kDeviceLocal
-                            : MemoryType::kHostLocal | MemoryType::kHostCoherent;
-    params.usage = in.Bool() ? BufferUsage::kTransfer : BufferUsage::kTransferTarget;
+    params.type = in.Bool()
+                      ? MemoryType::kDeviceLocal
+                      : MemoryType::kHostLocal | MemoryType::kHostCoherent;
+    params.usage =
+        in.Bool() ? BufferUsage::kTransfer : BufferUsage::kTransferTarget;
     StatusOr<Ref<Buffer>> b =
         device->allocator()->AllocateBuffer(params, in.U8() * 4 + in.Below(4));
     if (!b.ok()) {
@@ -61,10 +63,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (!in.empty()) {
     Status s;
     switch (in.Below(10)) {
-      case 0: s = cb->Begin(); break;
-      case 1: s = cb->End(); break;
-      case 2: s = cb->ExecutionBarrier(); break;
-      case 3: s = in.Bool() ? cb->BeginDebugGroup("g") : cb->EndDebugGroup(); break;
+      case 0:
+        s = cb->Begin();
+        break;
+      case 1:
+        s = cb->End();
+        break;
+      case 2:
+        s = cb->ExecutionBarrier();
+        break;
+      case 3:
+        s = in.Bool() ? cb->BeginDebugGroup("g") : cb->EndDebugGroup();
+        break;
       case 4: {
         uint32_t pattern = in.U32();
         s = cb->FillBuffer(GenRef(in, buffers), &pattern, in.Below(6));
@@ -87,7 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 8: {  // submit with a fuzzed binding table
         std::vector<Binding> table(in.Below(6));
         for (Binding& b : table) {
-          b.buffer = in.Below(8) ? buffers[in.Below(buffers.size())].get() : nullptr;
+          b.buffer =
+              in.Below(8) ? buffers[in.Below(buffers.size())].get() : nullptr;
           b.offset = in.Size(512);
           b.length = in.Size(512);
         }
@@ -96,9 +107,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         s = device->QueueExecute(in.U8() | (in.Below(2) ? 0 : 1), {&wait, 1},
                                  {&signal, 1}, cb.get(), table);
         if (s.ok()) {
-          Status done = timeline->Wait(value + 1, Timeout::After(std::chrono::seconds(10)));
+          Status done = timeline->Wait(
+              value + 1, Timeout::After(std::chrono::seconds(10)));
           HAL_FUZZ_CHECK(done.code() != StatusCode::kDeadlineExceeded,
-                         "a submission did not finish: %s", done.ToString().c_str());
+                         "a submission did not finish: %s",
+                         done.ToString().c_str());
           CheckStatus(done, "submission");
           if (done.ok()) {
             ++value;

@@ -13,8 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hal;
   std::span<const uint8_t> bytes(data, size);
   StatusOr<ExecutableFormat> format = IdentifyExecutableFormat(bytes);
-  HAL_FUZZ_CHECK(format.ok() || format.status().code() == StatusCode::kInvalidArgument,
-                 "%s", format.status().ToString().c_str());
+  HAL_FUZZ_CHECK(
+      format.ok() || format.status().code() == StatusCode::kInvalidArgument,
+      "%s", format.status().ToString().c_str());
   StatusOr<ExecutableData> parsed = ParseExecutable(bytes);
   if (!parsed.ok()) {
     HAL_FUZZ_CHECK(parsed.status().code() == StatusCode::kInvalidArgument, "%s",
@@ -22,19 +23,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const ExecutableData& e = *parsed;
-  HAL_FUZZ_CHECK(format.ok() && *format == e.format, "format disagrees with the header");
-  HAL_FUZZ_CHECK(!e.functions.empty() && !e.modules.empty(), "empty executable parsed");
+  HAL_FUZZ_CHECK(format.ok() && *format == e.format,
+                 "format disagrees with the header");
+  HAL_FUZZ_CHECK(!e.functions.empty() && !e.modules.empty(),
+                 "empty executable parsed");
   for (const FunctionInfo& f : e.functions) {
-    HAL_FUZZ_CHECK(f.module_ordinal < e.modules.size(), "module ordinal %u out of range",
-                   f.module_ordinal);
-    HAL_FUZZ_CHECK(f.binding_flags.size() == f.binding_count, "binding flags size");
+    HAL_FUZZ_CHECK(f.module_ordinal < e.modules.size(),
+                   "module ordinal %u out of range", f.module_ordinal);
+    HAL_FUZZ_CHECK(f.binding_flags.size() == f.binding_count,
+                   "binding flags size");
     HAL_FUZZ_CHECK(f.binding_count <= kMaxDispatchBindings, "binding count");
     HAL_FUZZ_CHECK(f.constant_count <= kMaxDispatchConstants, "constant count");
     uint64_t invocations = uint64_t{f.workgroup_size[0]} * f.workgroup_size[1] *
                            f.workgroup_size[2];
     HAL_FUZZ_CHECK(invocations > 0 && invocations <= kMaxWorkgroupInvocations,
                    "workgroup size");
-    HAL_FUZZ_CHECK(!f.name.empty() && f.name.size() <= kMaxExportNameLength, "name");
+    HAL_FUZZ_CHECK(!f.name.empty() && f.name.size() <= kMaxExportNameLength,
+                   "name");
   }
   std::vector<uint8_t> again = SerializeExecutable(e);
   StatusOr<ExecutableData> reparsed = ParseExecutable(again);

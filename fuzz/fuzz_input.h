@@ -33,10 +33,14 @@ class FuzzInput {
   // A size or offset: mostly small, sometimes at the edges of the range.
   uint64_t Size(uint64_t typical) {
     switch (U8() % 8) {
-      case 0: return ~uint64_t{0};  // kWholeBuffer
-      case 1: return ~uint64_t{0} - U8();
-      case 2: return U32();
-      default: return typical ? U32() % (typical + 1) : 0;
+      case 0:
+        return ~uint64_t{0};  // kWholeBuffer
+      case 1:
+        return ~uint64_t{0} - U8();
+      case 2:
+        return U32();
+      default:
+        return typical ? U32() % (typical + 1) : 0;
     }
   }
 
@@ -59,14 +63,14 @@ inline void CheckStatus(const Status& status, const char* what) {
   }
 }
 
-#define HAL_FUZZ_CHECK(cond, ...)                            \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      std::fprintf(stderr, "check failed: %s: ", #cond);     \
-      std::fprintf(stderr, __VA_ARGS__);                     \
-      std::fprintf(stderr, "\n");                            \
-      std::abort();                                          \
-    }                                                        \
+#define HAL_FUZZ_CHECK(cond, ...)                        \
+  do {                                                   \
+    if (!(cond)) {                                       \
+      std::fprintf(stderr, "check failed: %s: ", #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                 \
+      std::fprintf(stderr, "\n");                        \
+      std::abort();                                      \
+    }                                                    \
   } while (false)
 
 }  // namespace hal::fuzz

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "drivers/sim/sim_context.h"
+#include "drivers/sim/sim_device.h"
 #include "fuzz/fuzz_input.h"
 #include "hal/command_buffer.h"
 #include "hal/device.h"
@@ -39,8 +41,6 @@
 #include "hal/semaphore.h"
 #include "hal/uri.h"
 #include "sim/core/halsim_control_loader.h"
-#include "drivers/sim/sim_context.h"
-#include "drivers/sim/sim_device.h"
 
 namespace {
 using namespace hal;

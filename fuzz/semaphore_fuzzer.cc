@@ -18,7 +18,8 @@ using hal::fuzz::CheckStatus;
 using hal::fuzz::FuzzInput;
 
 constexpr StatusCode kCodes[] = {StatusCode::kDataLoss, StatusCode::kAborted,
-                                 StatusCode::kUnavailable, StatusCode::kCancelled};
+                                 StatusCode::kUnavailable,
+                                 StatusCode::kCancelled};
 
 struct Observed {
   uint64_t payload = 0;  // highest payload seen
@@ -30,8 +31,8 @@ void Observe(Semaphore* sem, Observed& o) {
   StatusOr<uint64_t> q = sem->Query();
   if (!q.ok()) {
     HAL_FUZZ_CHECK(!o.failed || q.status().code() == o.code,
-                   "failure code changed from %s to %s",
-                   StatusCodeName(o.code), q.status().ToString().c_str());
+                   "failure code changed from %s to %s", StatusCodeName(o.code),
+                   q.status().ToString().c_str());
     o.failed = true;
     o.code = q.status().code();
     return;
@@ -78,11 +79,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Status st = sem->Signal(v);
         CheckStatus(st, "Signal");
         if (st.ok()) {
-          HAL_FUZZ_CHECK(v > seen[s].payload, "a signal to %llu below %llu succeeded",
-                         (unsigned long long)v, (unsigned long long)seen[s].payload);
+          HAL_FUZZ_CHECK(
+              v > seen[s].payload, "a signal to %llu below %llu succeeded",
+              (unsigned long long)v, (unsigned long long)seen[s].payload);
         } else if (st.code() == StatusCode::kInvalidArgument) {
           StatusOr<uint64_t> q = sem->Query();
-          HAL_FUZZ_CHECK(!q.ok() || *q >= v, "INVALID_ARGUMENT for a signal above the payload");
+          HAL_FUZZ_CHECK(!q.ok() || *q >= v,
+                         "INVALID_ARGUMENT for a signal above the payload");
         }
         Observe(sem, seen[s]);
         break;
@@ -108,15 +111,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Status st;
         if (in.Bool()) {
           std::vector<std::pair<Ref<Semaphore>, uint64_t>> waits;
-          for (auto& p : wait) waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
-          st = device->QueueHostCall(
-              affinity, wait, signal, [waits, violations]() -> Status {
-                for (auto& [w, v] : waits) {
-                  StatusOr<uint64_t> q = w->Query();
-                  if (q.ok() && *q < v) violations->fetch_add(1);
-                }
-                return OkStatus();
-              });
+          for (auto& p : wait)
+            waits.emplace_back(Ref<Semaphore>(p.semaphore), p.value);
+          st = device->QueueHostCall(affinity, wait, signal,
+                                     [waits, violations]() -> Status {
+                                       for (auto& [w, v] : waits) {
+                                         StatusOr<uint64_t> q = w->Query();
+                                         if (q.ok() && *q < v)
+                                           violations->fetch_add(1);
+                                       }
+                                       return OkStatus();
+                                     });
         } else {
           st = device->QueueBarrier(affinity, wait, signal);
         }
@@ -124,11 +129,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 4: {  // wait with a short timeout or poll
-        uint64_t v = in.Bool() ? seen[s].payload : seen[s].payload + in.Below(4);
+        uint64_t v =
+            in.Bool() ? seen[s].payload : seen[s].payload + in.Below(4);
         Observe(sem, seen[s]);
         bool reached = !seen[s].failed && seen[s].payload >= v;
-        Status st = sem->Wait(v, in.Bool() ? Timeout::Immediate()
-                                           : Timeout::After(std::chrono::microseconds(200)));
+        Status st = sem->Wait(
+            v, in.Bool() ? Timeout::Immediate()
+                         : Timeout::After(std::chrono::microseconds(200)));
         CheckStatus(st, "Wait");
         if (reached) {
           // Reached before the call: only a failure since may change that.
@@ -136,7 +143,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          "wait for a reached value timed out");
         }
         Observe(sem, seen[s]);
-        if (st.ok()) HAL_FUZZ_CHECK(seen[s].failed || seen[s].payload >= v, "wait OK below value");
+        if (st.ok())
+          HAL_FUZZ_CHECK(seen[s].failed || seen[s].payload >= v,
+                         "wait OK below value");
         break;
       }
       case 5: {  // multi-wait

@@ -119,7 +119,8 @@ BufferCompatibility Allocator::QueryCompatibility(const BufferParams& params,
                                                   BufferParams* out_resolved) {
   if (!ValidateParams(params).ok()) return BufferCompatibility::kNone;
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
+  BufferCompatibility c =
+      QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (out_resolved) *out_resolved = resolved;
   return c;
 }
@@ -128,7 +129,8 @@ StatusOr<Ref<Buffer>> Allocator::AllocateBuffer(const BufferParams& params,
                                                 DeviceSize size) {
   HAL_RETURN_IF_ERROR(ValidateParams(params));
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
+  BufferCompatibility c =
+      QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (!Any(c & BufferCompatibility::kAllocatable)) {
     return InvalidArgumentError(
         "allocator cannot allocate %llu bytes of memory type %s with usage %s",
@@ -191,7 +193,8 @@ StatusOr<Ref<Buffer>> Allocator::ImportHostAllocation(
         (unsigned long long)size);
   }
   BufferParams resolved = params;
-  BufferCompatibility c = QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
+  BufferCompatibility c =
+      QueryCompatibilityImpl(ResolveOptimal(params), size, &resolved);
   if (!Any(c & BufferCompatibility::kImportable)) {
     return InvalidArgumentError("allocator cannot import memory type %s",
                                 MemoryTypeString(params.type).c_str());

@@ -9,10 +9,14 @@ namespace hal {
 
 const char* BufferStateName(BufferState state) {
   switch (state) {
-    case BufferState::kReserved: return "reserved (queue_alloca not committed)";
-    case BufferState::kLive: return "live";
-    case BufferState::kDeallocaQueued: return "dealloca queued";
-    case BufferState::kFreed: return "freed by dealloca";
+    case BufferState::kReserved:
+      return "reserved (queue_alloca not committed)";
+    case BufferState::kLive:
+      return "live";
+    case BufferState::kDeallocaQueued:
+      return "dealloca queued";
+    case BufferState::kFreed:
+      return "freed by dealloca";
   }
   return "unknown";
 }
@@ -69,7 +73,8 @@ StatusOr<Ref<Buffer>> Buffer::Subspan(DeviceSize offset, DeviceSize length) {
         (unsigned long long)offset, (unsigned long long)length,
         (unsigned long long)byte_length_);
   }
-  return Ref<Buffer>::Adopt(new SubspanBuffer(Ref<Buffer>(this), offset, resolved));
+  return Ref<Buffer>::Adopt(
+      new SubspanBuffer(Ref<Buffer>(this), offset, resolved));
 }
 
 Status Buffer::ValidateLive(const char* what) const {
@@ -78,7 +83,8 @@ Status Buffer::ValidateLive(const char* what) const {
   if (s == BufferState::kReserved) {
     // Queue operations may use a reserved buffer (their waits order them
     // after the alloca); only the host may not touch it yet.
-    return FailedPreconditionError("%s: buffer is %s", what, BufferStateName(s));
+    return FailedPreconditionError("%s: buffer is %s", what,
+                                   BufferStateName(s));
   }
   return FailedPreconditionError("%s: buffer used after dealloca (%s)", what,
                                  BufferStateName(s));
@@ -187,16 +193,17 @@ StatusOr<BufferMapping> Buffer::Map(MappingMode mode, MemoryAccess access,
                            ? BufferUsage::kMappingScoped
                            : BufferUsage::kMappingPersistent;
   if (!Any(access) || !AllOf(allowed_access_, access)) {
-    return InvalidArgumentError("mapping access 0x%x not allowed (allowed 0x%x)",
-                                static_cast<unsigned>(access),
-                                static_cast<unsigned>(allowed_access_));
+    return InvalidArgumentError(
+        "mapping access 0x%x not allowed (allowed 0x%x)",
+        static_cast<unsigned>(access), static_cast<unsigned>(allowed_access_));
   }
   DeviceSize resolved = 0;
   HAL_RETURN_IF_ERROR(ValidateAccess(needed, offset, length, &resolved, "map"));
   HAL_RETURN_IF_ERROR(ValidateLive("map"));
   Buffer* root = allocated_buffer();
   DeviceSize root_offset = byte_offset_ + offset;
-  HAL_ASSIGN_OR_RETURN(uint8_t* ptr, root->MapImpl(root_offset, resolved, access));
+  HAL_ASSIGN_OR_RETURN(uint8_t * ptr,
+                       root->MapImpl(root_offset, resolved, access));
   if (!Any(access & MemoryAccess::kDiscard) &&
       !AllOf(memory_type_, MemoryType::kHostCoherent)) {
     Status s = root->InvalidateImpl(root_offset, resolved);
@@ -300,10 +307,10 @@ BufferMapping::~BufferMapping() { Unmap().IgnoreError(); }
 static Status CheckMappingRange(DeviceSize size, DeviceSize offset,
                                 DeviceSize length, DeviceSize* out) {
   if (!ResolveRange(size, offset, length, out)) {
-    return OutOfRangeError("range [%llu, +%llu) is outside the mapping of %llu bytes",
-                           (unsigned long long)offset,
-                           (unsigned long long)length,
-                           (unsigned long long)size);
+    return OutOfRangeError(
+        "range [%llu, +%llu) is outside the mapping of %llu bytes",
+        (unsigned long long)offset, (unsigned long long)length,
+        (unsigned long long)size);
   }
   return OkStatus();
 }
@@ -312,15 +319,18 @@ Status BufferMapping::Flush(DeviceSize offset, DeviceSize length) {
   if (!buffer_) return FailedPreconditionError("flush of an unmapped mapping");
   DeviceSize resolved = 0;
   HAL_RETURN_IF_ERROR(CheckMappingRange(size(), offset, length, &resolved));
-  if (AllOf(buffer_->memory_type(), MemoryType::kHostCoherent)) return OkStatus();
+  if (AllOf(buffer_->memory_type(), MemoryType::kHostCoherent))
+    return OkStatus();
   return buffer_->FlushImpl(offset_ + offset, resolved);
 }
 
 Status BufferMapping::Invalidate(DeviceSize offset, DeviceSize length) {
-  if (!buffer_) return FailedPreconditionError("invalidate of an unmapped mapping");
+  if (!buffer_)
+    return FailedPreconditionError("invalidate of an unmapped mapping");
   DeviceSize resolved = 0;
   HAL_RETURN_IF_ERROR(CheckMappingRange(size(), offset, length, &resolved));
-  if (AllOf(buffer_->memory_type(), MemoryType::kHostCoherent)) return OkStatus();
+  if (AllOf(buffer_->memory_type(), MemoryType::kHostCoherent))
+    return OkStatus();
   return buffer_->InvalidateImpl(offset_ + offset, resolved);
 }
 
@@ -342,16 +352,20 @@ size_t ElementTypeSize(ElementType type) {
   switch (type) {
     case ElementType::kOpaque8:
     case ElementType::kInt8:
-    case ElementType::kUint8: return 1;
+    case ElementType::kUint8:
+      return 1;
     case ElementType::kInt16:
     case ElementType::kUint16:
-    case ElementType::kFloat16: return 2;
+    case ElementType::kFloat16:
+      return 2;
     case ElementType::kInt32:
     case ElementType::kUint32:
-    case ElementType::kFloat32: return 4;
+    case ElementType::kFloat32:
+      return 4;
     case ElementType::kInt64:
     case ElementType::kUint64:
-    case ElementType::kFloat64: return 8;
+    case ElementType::kFloat64:
+      return 8;
   }
   return 0;
 }
@@ -364,7 +378,8 @@ StatusOr<Ref<BufferView>> BufferView::Create(Ref<Buffer> buffer,
   if (element_size == 0) return InvalidArgumentError("unknown element type");
   unsigned __int128 bytes = element_size;
   for (int64_t d : shape) {
-    if (d < 0) return InvalidArgumentError("negative dimension %lld", (long long)d);
+    if (d < 0)
+      return InvalidArgumentError("negative dimension %lld", (long long)d);
     bytes *= static_cast<uint64_t>(d);
     if (bytes > std::numeric_limits<uint64_t>::max()) {
       return InvalidArgumentError("buffer view shape overflows");

@@ -31,10 +31,10 @@ struct BufferInternal;
 // Life of the memory behind an allocated buffer; queue_alloca/dealloca move
 // it along, synchronous allocations start kLive.
 enum class BufferState : uint32_t {
-  kReserved = 0,      // queue_alloca submitted, not committed yet
-  kLive = 1,          // memory is usable
+  kReserved = 0,        // queue_alloca submitted, not committed yet
+  kLive = 1,            // memory is usable
   kDeallocaQueued = 2,  // queue_dealloca submitted; further use is an error
-  kFreed = 3,         // memory was released by a dealloca
+  kFreed = 3,           // memory was released by a dealloca
 };
 const char* BufferStateName(BufferState state);
 
@@ -62,7 +62,7 @@ class BufferMapping {
 
  private:
   friend class Buffer;
-  Ref<Buffer> buffer_;  // the allocated buffer
+  Ref<Buffer> buffer_;     // the allocated buffer
   DeviceSize offset_ = 0;  // within the allocated buffer
   MemoryAccess access_ = MemoryAccess::kNone;
   std::span<uint8_t> contents_;

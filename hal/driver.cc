@@ -4,11 +4,13 @@ namespace hal {
 
 Status DriverRegistry::Register(DriverFactory factory) {
   if (factory.name.empty() || !factory.try_create || !factory.enumerate) {
-    return InvalidArgumentError("driver factory needs a name, enumerate and try_create");
+    return InvalidArgumentError(
+        "driver factory needs a name, enumerate and try_create");
   }
   for (const auto& f : factories_) {
     if (f.name == factory.name) {
-      return AlreadyExistsError("driver '%s' is already registered", f.name.c_str());
+      return AlreadyExistsError("driver '%s' is already registered",
+                                f.name.c_str());
     }
   }
   factories_.push_back(std::move(factory));
@@ -21,12 +23,14 @@ std::vector<std::string> DriverRegistry::driver_names() const {
   return names;
 }
 
-StatusOr<const DriverFactory*> DriverRegistry::Find(std::string_view name) const {
+StatusOr<const DriverFactory*> DriverRegistry::Find(
+    std::string_view name) const {
   for (const auto& f : factories_) {
     if (f.name == name) return &f;
   }
   std::string known;
-  for (const auto& f : factories_) known += (known.empty() ? "" : ", ") + f.name;
+  for (const auto& f : factories_)
+    known += (known.empty() ? "" : ", ") + f.name;
   return NotFoundError("no driver named '%.*s' (registered: %s)",
                        static_cast<int>(name.size()), name.data(),
                        known.empty() ? "none" : known.c_str());

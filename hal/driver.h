@@ -35,7 +35,8 @@ class DriverRegistry {
   std::vector<std::string> driver_names() const;
   // NOT_FOUND naming the registered drivers.
   StatusOr<const DriverFactory*> Find(std::string_view name) const;
-  StatusOr<std::vector<DeviceInfo>> EnumerateDevices(std::string_view driver) const;
+  StatusOr<std::vector<DeviceInfo>> EnumerateDevices(
+      std::string_view driver) const;
   // Parses `uri` and calls the driver's try_create.
   StatusOr<Ref<Device>> CreateDevice(std::string_view uri) const;
 

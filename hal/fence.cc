@@ -7,7 +7,8 @@ Fence::~Fence() {
 }
 
 Status Fence::Insert(Semaphore* semaphore, uint64_t value) {
-  if (!semaphore) return InvalidArgumentError("fence insert of a null semaphore");
+  if (!semaphore)
+    return InvalidArgumentError("fence insert of a null semaphore");
   for (auto& p : points_) {
     if (p.semaphore == semaphore) {
       if (value > p.value) p.value = value;
@@ -20,7 +21,8 @@ Status Fence::Insert(Semaphore* semaphore, uint64_t value) {
 }
 
 Status Fence::Extend(const Fence& other) {
-  for (const auto& p : other.points_) HAL_RETURN_IF_ERROR(Insert(p.semaphore, p.value));
+  for (const auto& p : other.points_)
+    HAL_RETURN_IF_ERROR(Insert(p.semaphore, p.value));
   return OkStatus();
 }
 

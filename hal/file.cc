@@ -14,7 +14,8 @@ Status ErrnoStatus(int err, const char* what, const std::string& path) {
   StatusCode code = StatusCode::kUnavailable;
   if (err == ENOENT) code = StatusCode::kNotFound;
   if (err == EACCES || err == EPERM) code = StatusCode::kPermissionDenied;
-  return MakeStatus(code, "%s '%s': %s", what, path.c_str(), std::strerror(err));
+  return MakeStatus(code, "%s '%s': %s", what, path.c_str(),
+                    std::strerror(err));
 }
 }  // namespace
 
@@ -25,7 +26,8 @@ StatusOr<Ref<File>> File::Open(const std::string& path, FileAccess access,
                                              : O_RDWR;
   if (access != FileAccess::kRead && access != FileAccess::kWrite &&
       access != FileAccess::kReadWrite) {
-    return InvalidArgumentError("unknown file access %u", static_cast<unsigned>(access));
+    return InvalidArgumentError("unknown file access %u",
+                                static_cast<unsigned>(access));
   }
   if (create) {
     if (access == FileAccess::kRead) {
@@ -60,13 +62,15 @@ StatusOr<uint64_t> File::Length() const {
 }
 
 Status File::Read(uint64_t offset, void* target, uint64_t length) {
-  if (!can_read()) return PermissionDeniedError("file was not opened for reading");
+  if (!can_read())
+    return PermissionDeniedError("file was not opened for reading");
   if (length == 0) return OkStatus();
   if (!target) return InvalidArgumentError("file read target is null");
   HAL_ASSIGN_OR_RETURN(uint64_t size, Length());
   if (offset > size || length > size - offset) {
     return OutOfRangeError("file read [%llu, +%llu) past the end (%llu bytes)",
-                           (unsigned long long)offset, (unsigned long long)length,
+                           (unsigned long long)offset,
+                           (unsigned long long)length,
                            (unsigned long long)size);
   }
   if (fd_ < 0) {
@@ -89,14 +93,16 @@ Status File::Read(uint64_t offset, void* target, uint64_t length) {
 }
 
 Status File::Write(uint64_t offset, const void* source, uint64_t length) {
-  if (!can_write()) return PermissionDeniedError("file was not opened for writing");
+  if (!can_write())
+    return PermissionDeniedError("file was not opened for writing");
   if (length == 0) return OkStatus();
   if (!source) return InvalidArgumentError("file write source is null");
   if (fd_ < 0) {
     if (offset > memory_.size() || length > memory_.size() - offset) {
-      return OutOfRangeError("file write [%llu, +%llu) past the end (%zu bytes)",
-                             (unsigned long long)offset,
-                             (unsigned long long)length, memory_.size());
+      return OutOfRangeError(
+          "file write [%llu, +%llu) past the end (%zu bytes)",
+          (unsigned long long)offset, (unsigned long long)length,
+          memory_.size());
     }
     std::memcpy(memory_.data() + offset, source, length);
     return OkStatus();

@@ -24,9 +24,9 @@ class File : public RefCounted {
   static StatusOr<Ref<File>> Open(const std::string& path, FileAccess access,
                                   bool create = false);
   // Wraps host memory; `release` runs once when the file is destroyed.
-  static StatusOr<Ref<File>> WrapMemory(std::span<uint8_t> memory,
-                                        FileAccess access,
-                                        std::function<void()> release = nullptr);
+  static StatusOr<Ref<File>> WrapMemory(
+      std::span<uint8_t> memory, FileAccess access,
+      std::function<void()> release = nullptr);
 
   FileAccess access() const { return access_; }
   bool can_read() const { return static_cast<uint32_t>(access_) & 1u; }
@@ -46,7 +46,10 @@ class File : public RefCounted {
  private:
   File(FileAccess access, int fd, std::span<uint8_t> memory,
        std::function<void()> release)
-      : access_(access), fd_(fd), memory_(memory), release_(std::move(release)) {}
+      : access_(access),
+        fd_(fd),
+        memory_(memory),
+        release_(std::move(release)) {}
   ~File() override;
 
   FileAccess access_;

@@ -70,7 +70,9 @@ class Ref {
   T* operator->() const { return ptr_; }
   T& operator*() const { return *ptr_; }
   explicit operator bool() const { return ptr_ != nullptr; }
-  friend bool operator==(const Ref& a, const Ref& b) { return a.ptr_ == b.ptr_; }
+  friend bool operator==(const Ref& a, const Ref& b) {
+    return a.ptr_ == b.ptr_;
+  }
 
  private:
   T* ptr_ = nullptr;

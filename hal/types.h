@@ -13,19 +13,23 @@ using DeviceSize = uint64_t;
 // Passed as a length: "to the end of the buffer".
 inline constexpr DeviceSize kWholeBuffer = ~DeviceSize{0};
 
-#define HAL_BITFLAG_OPS(T)                                                \
-  inline constexpr T operator|(T a, T b) {                                \
-    return static_cast<T>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b)); \
-  }                                                                       \
-  inline constexpr T operator&(T a, T b) {                                \
-    return static_cast<T>(static_cast<uint32_t>(a) & static_cast<uint32_t>(b)); \
-  }                                                                       \
-  inline constexpr T operator~(T a) {                                     \
-    return static_cast<T>(~static_cast<uint32_t>(a));                     \
-  }                                                                       \
-  inline constexpr T& operator|=(T& a, T b) { return a = a | b; }         \
+#define HAL_BITFLAG_OPS(T)                                                 \
+  inline constexpr T operator|(T a, T b) {                                 \
+    return static_cast<T>(static_cast<uint32_t>(a) |                       \
+                          static_cast<uint32_t>(b));                       \
+  }                                                                        \
+  inline constexpr T operator&(T a, T b) {                                 \
+    return static_cast<T>(static_cast<uint32_t>(a) &                       \
+                          static_cast<uint32_t>(b));                       \
+  }                                                                        \
+  inline constexpr T operator~(T a) {                                      \
+    return static_cast<T>(~static_cast<uint32_t>(a));                      \
+  }                                                                        \
+  inline constexpr T& operator|=(T& a, T b) { return a = a | b; }          \
   inline constexpr bool Any(T a) { return static_cast<uint32_t>(a) != 0; } \
-  inline constexpr bool AllOf(T a, T required) { return (a & required) == required; }
+  inline constexpr bool AllOf(T a, T required) {                           \
+    return (a & required) == required;                                     \
+  }
 
 enum class MemoryType : uint32_t {
   kNone = 0,

@@ -90,14 +90,16 @@ StatusOr<DeviceUri> DeviceUri::Parse(std::string_view uri) {
       size_t id_start = i;
       while (i < uri.size() && IsIdChar(uri[i])) ++i;
       if (i == id_start) {
-        return UriError(uri, i, i < uri.size() && uri[i] == ','
-                                    ? "empty device id"
-                                    : "character not allowed in a device id");
+        return UriError(uri, i,
+                        i < uri.size() && uri[i] == ','
+                            ? "empty device id"
+                            : "character not allowed in a device id");
       }
       out.devices.emplace_back(uri.substr(id_start, i - id_start));
       if (i < uri.size() && uri[i] == ',') {
         ++i;
-        if (i == uri.size() || uri[i] == '?') return UriError(uri, i, "empty device id");
+        if (i == uri.size() || uri[i] == '?')
+          return UriError(uri, i, "empty device id");
       } else if (i < uri.size() && uri[i] != '?') {
         return UriError(uri, i, "character not allowed in a device id");
       }

@@ -31,7 +31,9 @@ struct DeviceUri {
   // Canonical text; Parse(ToString()) gives an equal DeviceUri.
   std::string ToString() const;
 
-  bool has_param(const std::string& key) const { return params.count(key) != 0; }
+  bool has_param(const std::string& key) const {
+    return params.count(key) != 0;
+  }
   // INVALID_ARGUMENT when present and not a decimal number in [min, max].
   StatusOr<uint64_t> GetUint(const std::string& key, uint64_t default_value,
                              uint64_t min = 0, uint64_t max = UINT64_MAX) const;

@@ -52,8 +52,8 @@ TEST(DeviceUri, PercentEscapes) {
 }
 
 TEST(DeviceUri, RoundTrip) {
-  for (const char* text : {"sim", "sim://?queues=4&seed=7", "cuda://0",
-                           "amdgpu://0,1?x=%26"}) {
+  for (const char* text :
+       {"sim", "sim://?queues=4&seed=7", "cuda://0", "amdgpu://0,1?x=%26"}) {
     DeviceUri u = MustParse(text);
     DeviceUri again = MustParse(u.ToString().c_str());
     EXPECT_EQ(u, again) << text << " -> " << u.ToString();
@@ -75,9 +75,12 @@ TEST(DeviceUri, Errors) {
 
 TEST(DeviceUri, TypedParamErrors) {
   DeviceUri u = MustParse("sim://?queues=x&big=99&flag=maybe");
-  EXPECT_EQ(u.GetUint("queues", 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(u.GetUint("big", 1, 1, 64).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(u.GetBool("flag", false).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(u.GetUint("queues", 1).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(u.GetUint("big", 1, 1, 64).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(u.GetBool("flag", false).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(u.CheckKnownParams({"queues", "big"}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(u.CheckKnownParams({"queues", "big", "flag"}).ok());

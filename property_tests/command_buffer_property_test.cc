@@ -13,14 +13,14 @@
 // some programs deliberately leave such a barrier out; the simulator must
 // then fail the submission with FAILED_PRECONDITION instead of silently
 // computing something.
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
 #include <vector>
-
-#include <rapidcheck.h>
-#include <rapidcheck/state.h>
 
 #include "hal/command_buffer.h"
 #include "hal/device.h"
@@ -74,7 +74,7 @@ struct Model {
   bool ended = false;
   bool one_shot = false;
   int submitted = 0;
-  std::vector<Table> tables;  // one per planned submission
+  std::vector<Table> tables;              // one per planned submission
   std::vector<std::vector<Op>> segments;  // program, split at barriers
   uint32_t racy_tables = 0;  // bit t: the program has a hazard with table t
 };
@@ -89,7 +89,8 @@ Access Resolve(const Model& m, const Ref_& r, DeviceSize length, bool write,
 std::vector<Access> Accesses(const Model& m, const Op& op, const Table& t) {
   std::vector<Access> out;
   out.push_back(Resolve(m, op.target, op.length, true, t));
-  if (op.kind == Kind::kCopy) out.push_back(Resolve(m, op.source, op.length, false, t));
+  if (op.kind == Kind::kCopy)
+    out.push_back(Resolve(m, op.source, op.length, false, t));
   return out;
 }
 
@@ -120,7 +121,8 @@ void Interpret(std::vector<std::vector<uint8_t>>& mem, const Op& op,
   switch (op.kind) {
     case Kind::kFill:
       for (DeviceSize i = 0; i < op.length; ++i) {
-        d[i] = static_cast<uint8_t>(op.pattern >> (8 * (i % op.pattern_length)));
+        d[i] =
+            static_cast<uint8_t>(op.pattern >> (8 * (i % op.pattern_length)));
       }
       break;
     case Kind::kUpdate:
@@ -176,7 +178,8 @@ struct Begin : Cmd {
         g.buffer = *rc::gen::inRange<int>(0, m.contents.size());
         DeviceSize size = m.contents[g.buffer].size();
         g.offset = 4 * *rc::gen::inRange<DeviceSize>(0, size / 4);
-        g.length = 4 * *rc::gen::inRange<DeviceSize>(1, (size - g.offset) / 4 + 1);
+        g.length =
+            4 * *rc::gen::inRange<DeviceSize>(1, (size - g.offset) / 4 + 1);
         t.push_back(g);
       }
       tables.push_back(t);
@@ -243,7 +246,8 @@ struct Record : Cmd {
     if (r.slot) {
       r.index = *rc::gen::inRange(0, slots);
       window = ~DeviceSize{0};
-      for (const Table& t : m.tables) window = std::min(window, t[r.index].length);
+      for (const Table& t : m.tables)
+        window = std::min(window, t[r.index].length);
     } else {
       r.index = *rc::gen::inRange<int>(0, m.contents.size());
       window = m.contents[r.index].size();
@@ -265,7 +269,8 @@ struct Record : Cmd {
       case Kind::kFill: {
         op.pattern_length = *rc::gen::element<uint8_t>(1, 2, 4);
         op.pattern = *rc::gen::arbitrary<uint32_t>();
-        if (op.pattern_length < 4) op.pattern &= (1u << (8 * op.pattern_length)) - 1;
+        if (op.pattern_length < 4)
+          op.pattern &= (1u << (8 * op.pattern_length)) - 1;
         auto [target, window] = PickRef(m);
         DeviceSize units = std::min<DeviceSize>(
             *rc::gen::inRange<DeviceSize>(0, 17), window / op.pattern_length);
@@ -437,17 +442,20 @@ struct Submit : Cmd {
     }
     SemaphorePoint wait{sut.timeline.get(), sut.timeline_value};
     SemaphorePoint signal{sut.timeline.get(), sut.timeline_value + 1};
-    QueueAffinity affinity = QueueAffinity{1} << (queue % sut.device->queue_count());
+    QueueAffinity affinity = QueueAffinity{1}
+                             << (queue % sut.device->queue_count());
     Status st = sut.device->QueueExecute(affinity, {&wait, 1}, {&signal, 1},
                                          sut.cb.get(), table);
     if (!st.ok()) RC_FAIL("QueueExecute failed: " + st.ToString());
-    st = sut.timeline->Wait(sut.timeline_value + 1, Timeout::After(kSettleTimeout));
+    st = sut.timeline->Wait(sut.timeline_value + 1,
+                            Timeout::After(kSettleTimeout));
     if (Racy(m)) {
       // The program lacks a barrier it needs: the checker must say so.
       if (st.code() != StatusCode::kFailedPrecondition) {
-        RC_FAIL("a program with a missing barrier was not reported as a "
-                "hazard (FAILED_PRECONDITION); the submission gave " +
-                st.ToString());
+        RC_FAIL(
+            "a program with a missing barrier was not reported as a "
+            "hazard (FAILED_PRECONDITION); the submission gave " +
+            st.ToString());
       }
       sut.timeline = sut.device->CreateSemaphore(0).value();
       sut.timeline_value = 0;
@@ -460,7 +468,8 @@ struct Submit : Cmd {
     for (size_t b = 0; b < sut.buffers.size(); ++b) {
       std::vector<uint8_t> actual(expected.contents[b].size());
       Status rs = sut.buffers[b]->MapRead(0, actual.data(), actual.size());
-      if (!rs.ok()) RC_FAIL("reading b" + std::to_string(b) + ": " + rs.ToString());
+      if (!rs.ok())
+        RC_FAIL("reading b" + std::to_string(b) + ": " + rs.ToString());
       for (size_t i = 0; i < actual.size(); ++i) {
         if (actual[i] != expected.contents[b][i]) {
           std::ostringstream os;
@@ -502,8 +511,9 @@ struct Misuse : Cmd {
       RC_ASSERT(sut.cb->ExecutionBarrier().code() ==
                 StatusCode::kFailedPrecondition);
       uint32_t zero = 0;
-      RC_ASSERT(sut.cb->FillBuffer(BufferRef::Direct(sut.buffers[0].get(), 0, 4),
-                                   &zero, 4)
+      RC_ASSERT(sut.cb
+                    ->FillBuffer(BufferRef::Direct(sut.buffers[0].get(), 0, 4),
+                                 &zero, 4)
                     .code() == StatusCode::kFailedPrecondition);
     }
   }

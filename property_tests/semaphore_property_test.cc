@@ -18,6 +18,9 @@
 // reach exactly the dependent signals, with the failing code; every operation
 // whose waits are satisfiable completes (bounded waits, so a hang fails the
 // case); polls and timeouts agree with the model.
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -27,9 +30,6 @@
 #include <sstream>
 #include <thread>
 #include <vector>
-
-#include <rapidcheck.h>
-#include <rapidcheck/state.h>
 
 #include "hal/device.h"
 #include "hal/semaphore.h"
@@ -224,7 +224,8 @@ bool HasBlockedSignaller(const Model& m, int sem) {
 std::vector<int> DistinctIndices(int n) {
   std::vector<int> v(n);
   for (int i = 0; i < n; ++i) v[i] = i;
-  for (int i = n - 1; i > 0; --i) std::swap(v[i], v[*rc::gen::inRange(0, i + 1)]);
+  for (int i = n - 1; i > 0; --i)
+    std::swap(v[i], v[*rc::gen::inRange(0, i + 1)]);
   return v;
 }
 
@@ -253,15 +254,18 @@ void SettleSem(const Model& m, Sut& sut, int i) {
                           Timeout::After(kSettleTimeout));
     if (st.ok() || !s.codes.count(st.code())) {
       RC_FAIL("s" + std::to_string(i) + " should fail with " +
-              CodesString(s.codes) + " but waiting on it gave " + st.ToString());
+              CodesString(s.codes) + " but waiting on it gave " +
+              st.ToString());
     }
     return;
   }
   Status st = sem->Wait(s.value, Timeout::After(kSettleTimeout));
   if (!st.ok()) {
     RC_FAIL("s" + std::to_string(i) + " should reach " +
-            std::to_string(s.value) + " (every operation it depends on is "
-            "runnable) but waiting gave " + st.ToString());
+            std::to_string(s.value) +
+            " (every operation it depends on is "
+            "runnable) but waiting gave " +
+            st.ToString());
   }
   StatusOr<uint64_t> q = sem->Query();
   RC_ASSERT(q.ok());
@@ -273,20 +277,23 @@ void SettleSem(const Model& m, Sut& sut, int i) {
 
 // Waits until every semaphore and every runnable host call matches the model.
 void SettleAll(const Model& m, Sut& sut) {
-  for (int i = 0; i < static_cast<int>(m.sems.size()); ++i) SettleSem(m, sut, i);
+  for (int i = 0; i < static_cast<int>(m.sems.size()); ++i)
+    SettleSem(m, sut, i);
   auto deadline = std::chrono::steady_clock::now() + kSettleTimeout;
   for (size_t i = 0; i < m.ops.size(); ++i) {
     const OpRecord& rec = *sut.ops[i];
     switch (m.ops[i].state) {
       case OpState::kRan:
         if (!m.ops[i].host_call) break;
-        while (!rec.done.load() && std::chrono::steady_clock::now() < deadline) {
+        while (!rec.done.load() &&
+               std::chrono::steady_clock::now() < deadline) {
           sut.pump->Wait(1, Timeout::After(std::chrono::microseconds(100)))
               .IgnoreError();
         }
         if (!rec.done.load()) {
-          RC_FAIL("op#" + std::to_string(i) +
-                  ": its waits are reached but it did not complete (deadlock?)");
+          RC_FAIL(
+              "op#" + std::to_string(i) +
+              ": its waits are reached but it did not complete (deadlock?)");
         }
         break;
       case OpState::kPending:
@@ -448,7 +455,8 @@ struct Submit : Cmd {
     // some are met by a pending operation and some by nothing yet.
     for (int i = 0; i < wait_count && i < static_cast<int>(order.size()); ++i) {
       const SemModel& s = m.sems[order[i]];
-      waits.push_back({order[i], *rc::gen::inRange<uint64_t>(0, s.planned + 3)});
+      waits.push_back(
+          {order[i], *rc::gen::inRange<uint64_t>(0, s.planned + 3)});
     }
     int signal_count = *rc::gen::inRange(0, std::min(n, 2) + 1);
     // Two unfinished operations signalling one semaphore may finish in
@@ -571,7 +579,8 @@ struct Submit : Cmd {
               auto& [sem, value] = rec->signals[i];
               StatusOr<uint64_t> q = sem->Query();
               if (q.ok() && *q >= value &&
-                  !shared->ProducerDone(rec->signal_sems[i], value, rec.get())) {
+                  !shared->ProducerDone(rec->signal_sems[i], value,
+                                        rec.get())) {
                 shared->Violation(
                     "op#" + std::to_string(rec->id) + "'s signal s" +
                     std::to_string(rec->signal_sems[i]) + "=" +
@@ -579,7 +588,8 @@ struct Submit : Cmd {
                     " was visible while its work was still running");
               }
             }
-            if (delay) std::this_thread::sleep_for(std::chrono::microseconds(delay));
+            if (delay)
+              std::this_thread::sleep_for(std::chrono::microseconds(delay));
             rec->done.store(true);
             return OkStatus();
           });
@@ -636,8 +646,8 @@ struct HostWait : Cmd {
     Semaphore* S = sut.sems[sem].get();
     if (s.failed) {
       SettleSem(m, sut, sem);
-      Status st = S->Wait(value, poll ? Timeout::Immediate()
-                                      : Timeout::After(kShortTimeout));
+      Status st = S->Wait(
+          value, poll ? Timeout::Immediate() : Timeout::After(kShortTimeout));
       RC_ASSERT(!st.ok());
       RC_ASSERT(s.codes.count(st.code()) == 1u);
     } else if (value <= s.value) {
@@ -654,8 +664,8 @@ struct HostWait : Cmd {
       }
       RC_ASSERT(S->Wait(value, Timeout::Immediate()).ok());
     } else {
-      Status st = S->Wait(value, poll ? Timeout::Immediate()
-                                      : Timeout::After(kShortTimeout));
+      Status st = S->Wait(
+          value, poll ? Timeout::Immediate() : Timeout::After(kShortTimeout));
       if (st.code() != StatusCode::kDeadlineExceeded) {
         RC_FAIL("wait for s" + std::to_string(sem) + ">=" +
                 std::to_string(value) + " must time out (the model reaches " +
@@ -665,8 +675,8 @@ struct HostWait : Cmd {
     AssertNoViolations(sut);
   }
   void show(std::ostream& os) const override {
-    os << "s" << sem << "->Wait(" << value << ", "
-       << (poll ? "poll" : "1ms") << ")";
+    os << "s" << sem << "->Wait(" << value << ", " << (poll ? "poll" : "1ms")
+       << ")";
   }
 };
 
@@ -680,7 +690,8 @@ struct HostWaitList : Cmd {
     int n = *rc::gen::inRange(0, 4);
     for (int i = 0; i < n; ++i) {
       int s = *rc::gen::inRange<int>(0, m.sems.size());
-      points.push_back({s, *rc::gen::inRange<uint64_t>(0, m.sems[s].planned + 3)});
+      points.push_back(
+          {s, *rc::gen::inRange<uint64_t>(0, m.sems[s].planned + 3)});
     }
     poll = *rc::gen::arbitrary<bool>();
   }
@@ -705,9 +716,10 @@ struct HostWaitList : Cmd {
       }
     }
     Status st = WaitSemaphores(
-        mode, list, poll ? Timeout::Immediate() : Timeout::After(kShortTimeout));
-    bool ok_expected = points.empty() ||
-                       (mode == WaitMode::kAny ? any_reached : all_reached);
+        mode, list,
+        poll ? Timeout::Immediate() : Timeout::After(kShortTimeout));
+    bool ok_expected =
+        points.empty() || (mode == WaitMode::kAny ? any_reached : all_reached);
     if (ok_expected) {
       if (!st.ok()) RC_FAIL("wait should succeed: " + st.ToString());
     } else if (!codes.empty()) {
@@ -721,7 +733,8 @@ struct HostWaitList : Cmd {
     AssertNoViolations(sut);
   }
   void show(std::ostream& os) const override {
-    os << "WaitSemaphores(" << (mode == WaitMode::kAll ? "ALL" : "ANY") << ", {";
+    os << "WaitSemaphores(" << (mode == WaitMode::kAll ? "ALL" : "ANY")
+       << ", {";
     for (size_t i = 0; i < points.size(); ++i) {
       os << (i ? ", " : "") << "s" << points[i].sem << ">=" << points[i].value;
     }
@@ -742,7 +755,9 @@ struct QuerySem : Cmd {
     SettleSem(m, sut, sem);  // checks Query against the model
     AssertNoViolations(sut);
   }
-  void show(std::ostream& os) const override { os << "s" << sem << "->Query()"; }
+  void show(std::ostream& os) const override {
+    os << "s" << sem << "->Query()";
+  }
 };
 
 }  // namespace

@@ -7,9 +7,9 @@
 #include <memory>
 #include <mutex>
 
+#include "drivers/sim/sim_context.h"
 #include "hal/allocator.h"
 #include "hal/buffer.h"
-#include "drivers/sim/sim_context.h"
 
 namespace hal::sim {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "hal/command_buffer.h"
 #include "drivers/sim/sim_context.h"
+#include "hal/command_buffer.h"
 
 namespace hal::sim {
 

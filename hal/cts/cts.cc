@@ -80,7 +80,8 @@ void CtsTest::SetUp() {
   std::string name = CurrentTestName();
   auto it = ctx.backend->unsupported.find(name);
   if (it != ctx.backend->unsupported.end()) {
-    GTEST_SKIP() << "unsupported on " << ctx.backend->name << ": " << it->second;
+    GTEST_SKIP() << "unsupported on " << ctx.backend->name << ": "
+                 << it->second;
   }
   // Not a skip, even for UNAVAILABLE: a suite that skips every test on a
   // missing library passes without testing anything.
@@ -135,7 +136,8 @@ BufferParams DeviceParams() {
 
 std::string Diff(const Bytes& got, const Bytes& want) {
   if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+    return "size " + std::to_string(got.size()) +
+           " != " + std::to_string(want.size());
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i]) {

@@ -1,9 +1,9 @@
 // The conformance test suite (CTS): compiled once, run against any driver.
 //
-// A driver opts in with a Backend (see drivers/sim/cts/sim_cts_backend.cc): its name,
-// the device URI to test by default, tags for optional features, tests it does
-// not support (skipped, with the reason) and expected failures (a test listed
-// there must fail; passing is reported as an error by the runner).
+// A driver opts in with a Backend (see drivers/sim/cts/sim_cts_backend.cc): its
+// name, the device URI to test by default, tags for optional features, tests it
+// does not support (skipped, with the reason) and expected failures (a test
+// listed there must fail; passing is reported as an error by the runner).
 //
 // Tests derive from CtsTest, which creates a fresh device per test from the
 // current context's URI. A device that cannot be created FAILS the test (a
@@ -37,11 +37,11 @@
 namespace hal::cts {
 
 // Tags a backend may declare.
-inline constexpr char kTagFiles[] = "files";               // queue_read/write
-inline constexpr char kTagImport[] = "import";             // host import
-inline constexpr char kTagAlloca[] = "alloca";             // queue_alloca/dealloca
+inline constexpr char kTagFiles[] = "files";    // queue_read/write
+inline constexpr char kTagImport[] = "import";  // host import
+inline constexpr char kTagAlloca[] = "alloca";  // queue_alloca/dealloca
 inline constexpr char kTagHostCall[] = "host_call";
-inline constexpr char kTagMultiQueue[] = "multi_queue";    // >= 2 queues
+inline constexpr char kTagMultiQueue[] = "multi_queue";  // >= 2 queues
 inline constexpr char kTagDeviceOnlyMemory[] = "device_only_memory";
 // Executables and dispatch of the test kernels (hal/cts/kernels/).
 inline constexpr char kTagDispatch[] = "dispatch";
@@ -104,21 +104,22 @@ class CtsHelperError : public std::runtime_error {
 };
 
 // Unwraps a StatusOr in a test, failing the test (fatally) on error.
-#define CTS_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  CTS_ASSERT_OK_AND_ASSIGN_IMPL(HAL_STATUS_CONCAT(_cts_or_, __LINE__), lhs, expr)
-#define CTS_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)          \
-  auto tmp = (expr);                                           \
-  ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();            \
+#define CTS_ASSERT_OK_AND_ASSIGN(lhs, expr)                                 \
+  CTS_ASSERT_OK_AND_ASSIGN_IMPL(HAL_STATUS_CONCAT(_cts_or_, __LINE__), lhs, \
+                                expr)
+#define CTS_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();   \
   lhs = std::move(tmp).value()
-#define CTS_ASSERT_OK(expr)                                    \
-  do {                                                         \
-    ::hal::Status _s = ::hal::internal::GetStatus(expr);       \
-    ASSERT_TRUE(_s.ok()) << _s.ToString();                     \
+#define CTS_ASSERT_OK(expr)                              \
+  do {                                                   \
+    ::hal::Status _s = ::hal::internal::GetStatus(expr); \
+    ASSERT_TRUE(_s.ok()) << _s.ToString();               \
   } while (0)
-#define CTS_EXPECT_OK(expr)                                    \
-  do {                                                         \
-    ::hal::Status _s = ::hal::internal::GetStatus(expr);       \
-    EXPECT_TRUE(_s.ok()) << _s.ToString();                     \
+#define CTS_EXPECT_OK(expr)                              \
+  do {                                                   \
+    ::hal::Status _s = ::hal::internal::GetStatus(expr); \
+    EXPECT_TRUE(_s.ok()) << _s.ToString();               \
   } while (0)
 #define CTS_EXPECT_CODE(status_code, expr)                           \
   do {                                                               \
@@ -140,8 +141,8 @@ class CtsHelperError : public std::runtime_error {
   } while (0)
 
 // Skips the current test unless the backend declares `tag`.
-#define CTS_REQUIRE_TAG(tag)                                              \
-  do {                                                                    \
+#define CTS_REQUIRE_TAG(tag)                                               \
+  do {                                                                     \
     if (!HasTag(tag)) GTEST_SKIP() << "backend lacks tag '" << tag << "'"; \
   } while (0)
 

@@ -77,7 +77,7 @@ typedef struct hal_sim_kernel_info {
 } hal_sim_kernel_info;
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
-#endif  /* HAL_SIM_KERNEL_ABI_H_ */
+#endif /* HAL_SIM_KERNEL_ABI_H_ */

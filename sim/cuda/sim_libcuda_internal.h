@@ -33,8 +33,8 @@ CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
 
 }  // namespace hal::sim::cuda
 
-// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and the
-// settle rule; then cuInit done; then a current context without a sticky
+// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and
+// the settle rule; then cuInit done; then a current context without a sticky
 // error, as `ctx`.
 #define HALSIM_ENTER(name) \
   HALSIM_SKIN_ENTER(::hal::sim::cuda::L(), name, ::hal::sim::cuda::Cu)

@@ -41,8 +41,8 @@ hipError_t KernelOp(skin::Scope* device, hipFunction_t f,
 
 }  // namespace hal::sim::hip
 
-// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and the
-// settle rule; then hipInit done; then the current device without a sticky
+// Entry-point prologues (sim/skin/skin_stream.h): the host-callback rule and
+// the settle rule; then hipInit done; then the current device without a sticky
 // error, as `dev`.
 #define HALSIM_ENTER(name) \
   HALSIM_SKIN_ENTER(::hal::sim::hip::L(), name, ::hal::sim::hip::ToHip)

@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "sim/skin/skin_control.h"
 #include "sim/metal/sim_metal_internal.h"
+#include "sim/skin/skin_control.h"
 
 namespace hal::sim::metal {
 namespace {
@@ -127,7 +127,9 @@ void CountFree(const char* class_name) {
   L().CountDestroyed(L().KindId(class_name));
 }
 
-void RunOnCallbackThread(std::function<void()> fn) { Callbacks().Post(std::move(fn)); }
+void RunOnCallbackThread(std::function<void()> fn) {
+  Callbacks().Post(std::move(fn));
+}
 
 }  // namespace hal::sim::metal
 

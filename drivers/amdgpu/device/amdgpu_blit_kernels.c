@@ -48,7 +48,8 @@ EXPORT void amdgpu_blit_fill(hal_sim_dispatch_state* s) {
   const uint32_t pattern = s->constants[0];
   uint8_t* dst = s->binding_data[0];
   if (OutOfRange(s, 0, length, HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS)) return;
-  const uint64_t per_group = (uint64_t)AMDGPU_BLIT_CHUNK * AMDGPU_BLIT_WORKGROUP;
+  const uint64_t per_group =
+      (uint64_t)AMDGPU_BLIT_CHUNK * AMDGPU_BLIT_WORKGROUP;
   uint64_t begin = s->workgroup_begin * per_group;
   uint64_t end = s->workgroup_end * per_group;
   if (end > length) end = length;
@@ -67,7 +68,8 @@ EXPORT void amdgpu_blit_copy(hal_sim_dispatch_state* s) {
       OutOfRange(s, 1, length, HAL_SIM_FAULT_WRITE_OUT_OF_BOUNDS)) {
     return;
   }
-  const uint64_t per_group = (uint64_t)AMDGPU_BLIT_CHUNK * AMDGPU_BLIT_WORKGROUP;
+  const uint64_t per_group =
+      (uint64_t)AMDGPU_BLIT_CHUNK * AMDGPU_BLIT_WORKGROUP;
   uint64_t begin = s->workgroup_begin * per_group;
   uint64_t end = s->workgroup_end * per_group;
   if (end > length) end = length;
@@ -84,19 +86,20 @@ static ulong chunk_begin(void) {
          AMDGPU_BLIT_CHUNK;
 }
 
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void
-amdgpu_blit_fill(__global uchar* dst, uint pattern, uint unused,
-                 uint length_lo, uint length_hi) {
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void amdgpu_blit_fill(
+    __global uchar* dst, uint pattern, uint unused, uint length_lo,
+    uint length_hi) {
   ulong length = ((ulong)length_hi << 32) | length_lo;
   ulong begin = chunk_begin();
   ulong end = begin + AMDGPU_BLIT_CHUNK;
   if (end > length) end = length;
-  for (ulong k = begin; k < end; ++k) dst[k] = (uchar)(pattern >> (8 * (k & 3)));
+  for (ulong k = begin; k < end; ++k)
+    dst[k] = (uchar)(pattern >> (8 * (k & 3)));
 }
 
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void
-amdgpu_blit_copy(__global const uchar* src, __global uchar* dst,
-                 uint length_lo, uint length_hi) {
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void amdgpu_blit_copy(
+    __global const uchar* src, __global uchar* dst, uint length_lo,
+    uint length_hi) {
   ulong length = ((ulong)length_hi << 32) | length_lo;
   ulong begin = chunk_begin();
   ulong end = begin + AMDGPU_BLIT_CHUNK;

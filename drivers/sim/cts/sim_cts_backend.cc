@@ -1,6 +1,6 @@
 // Opts the simulator into the conformance suite.
-#include "hal/cts/cts.h"
 #include "drivers/sim/sim_device.h"
+#include "hal/cts/cts.h"
 
 namespace hal::cts {
 
@@ -8,9 +8,10 @@ void RegisterSimCtsBackend() {
   Backend b;
   b.name = "sim";
   b.default_uri = "sim://?queues=4";
-  b.tags = {kTagFiles,     kTagImport,     kTagAlloca,
-            kTagHostCall,  kTagMultiQueue, kTagDeviceOnlyMemory,
-            kTagDispatch,  kTagDispatchBoundsChecks};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagDispatchBoundsChecks};
   b.seed_param = "seed";
   b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
   RegisterBackend(std::move(b));

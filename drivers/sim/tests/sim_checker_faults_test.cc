@@ -17,21 +17,26 @@ TEST(SimChecker, CommandBufferReadAfterWriteWithoutBarrier) {
   Ref<Device> device = MakeDevice("sim://?seed=1");
   Ref<Buffer> a = HostBuffer(device.get(), 64, 0);
   Ref<Buffer> b = HostBuffer(device.get(), 64, 0);
-  auto cb = device->CreateCommandBuffer(CommandBufferMode::kOneShot,
-                                        CommandCategory::kTransfer, 1, 0).value();
+  auto cb = device
+                ->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer, 1, 0)
+                .value();
   uint8_t one = 1;
   ASSERT_TRUE(cb->Begin().ok());
   ASSERT_TRUE(cb->FillBuffer(BufferRef::Direct(a.get(), 16, 32), &one, 1).ok());
-  ASSERT_TRUE(cb->CopyBuffer(BufferRef::Direct(a.get()), BufferRef::Direct(b.get()), 64).ok());
+  ASSERT_TRUE(
+      cb->CopyBuffer(BufferRef::Direct(a.get()), BufferRef::Direct(b.get()), 64)
+          .ok());
   ASSERT_TRUE(cb->End().ok());
   Ref<Semaphore> done = device->CreateSemaphore(0).value();
   SemaphorePoint signal{done.get(), 1};
   ASSERT_TRUE(device->QueueExecute(1, {}, {&signal, 1}, cb.get()).ok());
   Status s = WaitFor(done.get(), 1);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-  EXPECT_THAT(s.message(), HasSubstr("write/read on buffer #1 [16, +32) between "
-                                     "command 0 (fill) and command 1 (copy) with "
-                                     "no barrier"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("write/read on buffer #1 [16, +32) between "
+                        "command 0 (fill) and command 1 (copy) with "
+                        "no barrier"));
   EXPECT_THAT(LastReport(device.get()), HasSubstr("queue_execute#1"));
   // Nothing ran: B is untouched.
   EXPECT_EQ(Read(b.get()), std::vector<uint8_t>(64, 0));
@@ -41,13 +46,17 @@ TEST(SimChecker, BarrierRemovesTheHazard) {
   Ref<Device> device = MakeDevice("sim://?seed=1");
   Ref<Buffer> a = HostBuffer(device.get(), 64, 0);
   Ref<Buffer> b = HostBuffer(device.get(), 64, 0);
-  auto cb = device->CreateCommandBuffer(CommandBufferMode::kOneShot,
-                                        CommandCategory::kTransfer, 1, 0).value();
+  auto cb = device
+                ->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer, 1, 0)
+                .value();
   uint8_t one = 1;
   ASSERT_TRUE(cb->Begin().ok());
   ASSERT_TRUE(cb->FillBuffer(BufferRef::Direct(a.get()), &one, 1).ok());
   ASSERT_TRUE(cb->ExecutionBarrier().ok());
-  ASSERT_TRUE(cb->CopyBuffer(BufferRef::Direct(a.get()), BufferRef::Direct(b.get()), 64).ok());
+  ASSERT_TRUE(
+      cb->CopyBuffer(BufferRef::Direct(a.get()), BufferRef::Direct(b.get()), 64)
+          .ok());
   ASSERT_TRUE(cb->End().ok());
   Ref<Semaphore> done = device->CreateSemaphore(0).value();
   SemaphorePoint signal{done.get(), 1};
@@ -65,9 +74,11 @@ TEST(SimChecker, WriteWriteAcrossQueuesWithoutSemaphore) {
   SemaphorePoint p1{s1.get(), 1}, p2{s2.get(), 1};
   uint8_t one = 1, two = 2;
   ASSERT_TRUE(device->QueueFill(1, {}, {&p1, 1}, a.get(), 0, 64, &one, 1).ok());
-  ASSERT_TRUE(device->QueueFill(2, {}, {&p2, 1}, a.get(), 32, 32, &two, 1).ok());
+  ASSERT_TRUE(
+      device->QueueFill(2, {}, {&p2, 1}, a.get(), 32, 32, &two, 1).ok());
   SemaphorePoint both[] = {p1, p2};
-  Status s = WaitSemaphores(WaitMode::kAll, both, Timeout::After(std::chrono::seconds(20)));
+  Status s = WaitSemaphores(WaitMode::kAll, both,
+                            Timeout::After(std::chrono::seconds(20)));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_THAT(LastReport(device.get()),
               HasSubstr("write/write on buffer #1 [32, +32) between "
@@ -83,7 +94,8 @@ TEST(SimChecker, SemaphorePathRemovesTheHazard) {
   SemaphorePoint p1{s1.get(), 1}, p2{s2.get(), 1};
   uint8_t one = 1, two = 2;
   ASSERT_TRUE(device->QueueFill(1, {}, {&p1, 1}, a.get(), 0, 64, &one, 1).ok());
-  ASSERT_TRUE(device->QueueFill(2, {&p1, 1}, {&p2, 1}, a.get(), 32, 32, &two, 1).ok());
+  ASSERT_TRUE(
+      device->QueueFill(2, {&p1, 1}, {&p2, 1}, a.get(), 32, 32, &two, 1).ok());
   ASSERT_TRUE(WaitFor(s2.get(), 1).ok());
   auto bytes = Read(a.get());
   EXPECT_EQ(bytes[0], 1);
@@ -101,11 +113,13 @@ TEST(SimChecker, DeallocaWhileInFlight) {
   Ref<Semaphore> freed = device->CreateSemaphore(0).value();
   SemaphorePoint pu{used.get(), 1}, pf{freed.get(), 1};
   uint8_t x = 7;
-  ASSERT_TRUE(device->QueueFill(1, {&pa, 1}, {&pu, 1}, b.get(), 0, 256, &x, 1).ok());
+  ASSERT_TRUE(
+      device->QueueFill(1, {&pa, 1}, {&pu, 1}, b.get(), 0, 256, &x, 1).ok());
   // The dealloca waits for the alloca but not for the fill.
   ASSERT_TRUE(device->QueueDealloca(2, {&pa, 1}, {&pf, 1}, b.get()).ok());
   SemaphorePoint both[] = {pu, pf};
-  Status s = WaitSemaphores(WaitMode::kAll, both, Timeout::After(std::chrono::seconds(20)));
+  Status s = WaitSemaphores(WaitMode::kAll, both,
+                            Timeout::After(std::chrono::seconds(20)));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_THAT(LastReport(device.get()), HasSubstr("write/free on buffer #"));
 }
@@ -123,8 +137,9 @@ TEST(SimChecker, HostMapsRangeThatReadyWorkWrites) {
   EXPECT_TRUE(a->MapRead(8, out.data(), out.size()).ok());
   Status s = WaitFor(done.get(), 1);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-  EXPECT_THAT(s.message(), HasSubstr("host read mapping of buffer #1 [8, +16) "
-                                     "while in-flight queue_execute#1 writes it"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("host read mapping of buffer #1 [8, +16) "
+                        "while in-flight queue_execute#1 writes it"));
   EXPECT_THAT(LastReport(device.get()), HasSubstr("host read mapping"));
   // The fill did not run.
   EXPECT_EQ(Read(a.get()), std::vector<uint8_t>(64, 0));
@@ -223,7 +238,8 @@ TEST(SimFaults, NthAllocationFails) {
   auto third = device->allocator()->AllocateBuffer(p, 64);
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_THAT(third.status().message(), HasSubstr("injected fault: allocation #3"));
+  EXPECT_THAT(third.status().message(),
+              HasSubstr("injected fault: allocation #3"));
   EXPECT_TRUE(device->allocator()->AllocateBuffer(p, 64).ok());
   // Nothing leaked into the statistics.
   EXPECT_EQ(device->allocator()->statistics().live_allocations, 0u);
@@ -246,10 +262,13 @@ TEST(SimFaults, NthOperationFailsAndPropagates) {
   SemaphorePoint w1{s.get(), 1}, w2{s.get(), 2}, w3{s.get(), 3};
   ASSERT_TRUE(device->QueueBarrier(1, {}, {&w1, 1}).ok());
   ASSERT_TRUE(device->QueueBarrier(1, {&w1, 1}, {&w2, 1}).ok());
-  ASSERT_TRUE(device->QueueHostCall(1, {&w2, 1}, {&w3, 1}, [&] {
-    third_ran = true;
-    return OkStatus();
-  }).ok());
+  ASSERT_TRUE(device
+                  ->QueueHostCall(1, {&w2, 1}, {&w3, 1},
+                                  [&] {
+                                    third_ran = true;
+                                    return OkStatus();
+                                  })
+                  .ok());
   Status st = WaitFor(s.get(), 3);
   EXPECT_EQ(st.code(), StatusCode::kInternal) << st.ToString();
   EXPECT_THAT(st.message(), HasSubstr("injected fault: operation #2"));
@@ -263,7 +282,8 @@ TEST(SimFaults, DeviceLossFailsPendingAndFutureWork) {
   Ref<Semaphore> pending = device->CreateSemaphore(0).value();
   SemaphorePoint g{gate.get(), 1}, pa{a.get(), 1}, pp{pending.get(), 1};
   ASSERT_TRUE(device->QueueBarrier(1, {}, {&pa, 1}).ok());
-  ASSERT_TRUE(device->QueueBarrier(1, {&g, 1}, {&pp, 1}).ok());  // never released
+  ASSERT_TRUE(
+      device->QueueBarrier(1, {&g, 1}, {&pp, 1}).ok());  // never released
   Status st = WaitFor(a.get(), 1);
   EXPECT_EQ(st.code(), StatusCode::kDataLoss) << st.ToString();
   EXPECT_EQ(WaitFor(pending.get(), 1).code(), StatusCode::kDataLoss);
@@ -296,7 +316,9 @@ TEST(SimFaults, SeededRatesReplay) {
         MakeDevice("sim://?alloc_fail_ppm=300000&seed=" + std::to_string(seed));
     std::string bits;
     for (int i = 0; i < 40; ++i) {
-      bits += device->allocator()->AllocateBuffer(BufferParams{}, 16).ok() ? '1' : '0';
+      bits += device->allocator()->AllocateBuffer(BufferParams{}, 16).ok()
+                  ? '1'
+                  : '0';
     }
     return bits;
   };
@@ -312,8 +334,9 @@ TEST(SimFaults, SetFaultsThroughTheApi) {
   SimFaultPlan plan;
   plan.fail_alloc = 1;
   ASSERT_TRUE(SimSetFaults(device.get(), plan).ok());
-  EXPECT_EQ(device->allocator()->AllocateBuffer(BufferParams{}, 16).status().code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      device->allocator()->AllocateBuffer(BufferParams{}, 16).status().code(),
+      StatusCode::kResourceExhausted);
 }
 
 TEST(SimDevice, UriErrorsAreClear) {

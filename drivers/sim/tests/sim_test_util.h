@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hal/driver.h"
 #include "drivers/sim/sim_device.h"
+#include "hal/driver.h"
 
 namespace hal::sim::testing {
 

@@ -13,8 +13,8 @@
  * plain C statements. No pointers, no shared memory, no barriers, no calls.
  *
  * Targets (chosen by the compiler invocation, see CMakeLists.txt):
- *   HAL_KERNEL_TARGET_NATIVE  host C for the simulator (sim/core/sim_kernel_abi.h);
- *                             every binding access is bounds-checked and a
+ *   HAL_KERNEL_TARGET_NATIVE  host C for the simulator
+ * (sim/core/sim_kernel_abi.h); every binding access is bounds-checked and a
  *                             fault is recorded instead of made
  *   __NVPTX__                 OpenCL C -> PTX (clang nvptx64-nvidia-nvcl)
  *   __AMDGCN__                OpenCL C -> HSACO (clang amdgcn-amd-amdhsa)
@@ -54,8 +54,7 @@ typedef unsigned int uint;
  * HAL_KERNEL_NO_CLONES to build one baseline entry. Clang (14) refuses
  * target_clones together with the visibility attribute, so a Clang build
  * (the asan and tsan presets) has the baseline entry only. */
-#if defined(__x86_64__) && !defined(__clang__) && \
-    !defined(HAL_KERNEL_NO_CLONES)
+#if defined(__x86_64__) && !defined(__clang__) && !defined(HAL_KERNEL_NO_CLONES)
 #define HAL_ENTRY_CLONES __attribute__((target_clones("avx512f", "default")))
 #else
 #define HAL_ENTRY_CLONES
@@ -90,22 +89,21 @@ typedef struct hal_locals {
 
 /* Unrolled by hand (no loops, no variable indices) so that the compiler
  * keeps every field in a register. */
-#define HAL_INIT_BINDING_(k, s, nb, b)                                   \
-  do {                                                                   \
-    (k)->p[b] = 0;                                                       \
-    (k)->rd[b] = (k)->w[b] = 0;                                          \
-    if ((b) < (nb)) {                                                    \
-      uint64_t n = 0;                                                    \
-      (k)->rd[b] = 1;                                                    \
-      if ((b) < (s)->binding_count) {                                    \
-        uint8_t* base = (s)->binding_data[b];                            \
-        (k)->p[b] = (uint32_t*)base;                                     \
-        if (((uintptr_t)base & 3) == 0) n = (s)->binding_lengths[b] / 4; \
-        (k)->w[b] =                                                      \
-            !((s)->binding_flags[b] & HAL_SIM_BINDING_READ_ONLY);        \
-      }                                                                  \
-      if (n < (k)->lim) (k)->lim = n;                                    \
-    }                                                                    \
+#define HAL_INIT_BINDING_(k, s, nb, b)                                    \
+  do {                                                                    \
+    (k)->p[b] = 0;                                                        \
+    (k)->rd[b] = (k)->w[b] = 0;                                           \
+    if ((b) < (nb)) {                                                     \
+      uint64_t n = 0;                                                     \
+      (k)->rd[b] = 1;                                                     \
+      if ((b) < (s)->binding_count) {                                     \
+        uint8_t* base = (s)->binding_data[b];                             \
+        (k)->p[b] = (uint32_t*)base;                                      \
+        if (((uintptr_t)base & 3) == 0) n = (s)->binding_lengths[b] / 4;  \
+        (k)->w[b] = !((s)->binding_flags[b] & HAL_SIM_BINDING_READ_ONLY); \
+      }                                                                   \
+      if (n < (k)->lim) (k)->lim = n;                                     \
+    }                                                                     \
   } while (0)
 #define HAL_INIT_CONSTANT_(k, s, nc, c) \
   (k)->cst[c] = (c) < (nc) && (c) < (s)->constant_count ? (s)->constants[c] : 0
@@ -127,9 +125,9 @@ HAL_INLINE void hal_locals_init(hal_locals* k, const hal_sim_dispatch_state* s,
  * the fault): binding exists, index in bounds, not a store to a read-only
  * binding, aligned. Records the first fault of the call in the state. */
 HAL_COLD uint32_t* hal_element(hal_sim_dispatch_state* s, uint32_t b,
-                               uint64_t i, int write, uint64_t g,
-                               uint32_t wsx, uint32_t ly, uint32_t lz,
-                               uint32_t wgy, uint32_t wgz) {
+                               uint64_t i, int write, uint64_t g, uint32_t wsx,
+                               uint32_t ly, uint32_t lz, uint32_t wgy,
+                               uint32_t wgz) {
   uint32_t kind = HAL_SIM_FAULT_NONE;
   uint32_t* p = 0;
   if (b >= s->binding_count) {
@@ -162,32 +160,31 @@ HAL_COLD uint32_t* hal_element(hal_sim_dispatch_state* s, uint32_t b,
   return 0;
 }
 
-HAL_COLD uint hal_load_slow(hal_sim_dispatch_state* s, uint32_t b,
-                            uint64_t i, uint64_t g, uint32_t wsx, uint32_t ly,
-                            uint32_t lz, uint32_t wgy, uint32_t wgz) {
+HAL_COLD uint hal_load_slow(hal_sim_dispatch_state* s, uint32_t b, uint64_t i,
+                            uint64_t g, uint32_t wsx, uint32_t ly, uint32_t lz,
+                            uint32_t wgy, uint32_t wgz) {
   uint32_t* p = hal_element(s, b, i, 0, g, wsx, ly, lz, wgy, wgz);
   return p ? *p : 0;
 }
-HAL_COLD void hal_store_slow(hal_sim_dispatch_state* s, uint32_t b,
-                             uint64_t i, uint v, uint64_t g, uint32_t wsx,
-                             uint32_t ly, uint32_t lz, uint32_t wgy,
-                             uint32_t wgz) {
+HAL_COLD void hal_store_slow(hal_sim_dispatch_state* s, uint32_t b, uint64_t i,
+                             uint v, uint64_t g, uint32_t wsx, uint32_t ly,
+                             uint32_t lz, uint32_t wgy, uint32_t wgz) {
   uint32_t* p = hal_element(s, b, i, 1, g, wsx, ly, lz, wgy, wgz);
   if (p) *p = v;
 }
 HAL_COLD uint hal_atomic_add_slow(hal_sim_dispatch_state* s, uint32_t b,
-                                  uint64_t i, uint v, uint64_t g,
-                                  uint32_t wsx, uint32_t ly, uint32_t lz,
-                                  uint32_t wgy, uint32_t wgz) {
+                                  uint64_t i, uint v, uint64_t g, uint32_t wsx,
+                                  uint32_t ly, uint32_t lz, uint32_t wgy,
+                                  uint32_t wgz) {
   uint32_t* p = hal_element(s, b, i, 1, g, wsx, ly, lz, wgy, wgz);
   return p ? __atomic_fetch_add(p, v, __ATOMIC_RELAXED) : 0;
 }
 
 /* gok: the caller's loop guarantees that index g is below lim (a
  * compile-time 0 or 1), so `i == g` needs no further check. */
-#define HAL_FAST_(k, arr, b, i)                                  \
-  __builtin_expect((uint32_t)(b) < 4u && (k)->arr[(b) & 3] &&      \
-                       ((gok && (i) == g) || (i) < (k)->lim),      \
+#define HAL_FAST_(k, arr, b, i)                               \
+  __builtin_expect((uint32_t)(b) < 4u && (k)->arr[(b)&3] &&   \
+                       ((gok && (i) == g) || (i) < (k)->lim), \
                    1)
 
 HAL_INLINE uint hal_load(const hal_locals* k, hal_sim_dispatch_state* s,
@@ -216,16 +213,16 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 
 /* Index arguments convert to uint64 first, so a negative int is a huge
  * (out-of-bounds) index rather than a wrapped small one. */
-#define HAL_LOAD(b, i)                                                   \
-  hal_load(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), hal_g, hal_gok,       \
-           hal_wsx, hal_ly, hal_lz)
-#define HAL_STORE(b, i, v)                                                \
+#define HAL_LOAD(b, i)                                                         \
+  hal_load(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), hal_g, hal_gok, hal_wsx, \
+           hal_ly, hal_lz)
+#define HAL_STORE(b, i, v)                                                  \
   hal_store(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g, hal_gok, \
             hal_wsx, hal_ly, hal_lz)
-#define HAL_ATOMIC_ADD(b, i, v)                                           \
-  hal_atomic_add(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g,   \
+#define HAL_ATOMIC_ADD(b, i, v)                                         \
+  hal_atomic_add(hal_k, hal_s, (b), (uint64_t)(int64_t)(i), (v), hal_g, \
                  hal_gok, hal_wsx, hal_ly, hal_lz)
-#define HAL_CONSTANT(c) (hal_k->cst[(c) & 3])
+#define HAL_CONSTANT(c) (hal_k->cst[(c)&3])
 /* An invocation is (hal_g, hal_ly, hal_lz, wg[1], wg[2]) where hal_g =
  * workgroup x id * workgroup size x + local x id, exactly (uint64): the x
  * ids are derived from it only where used, and the fault path derives them
@@ -244,7 +241,7 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 #define HAL_FLAT_CASE_(name, wx, nc, m)                                 \
   case m: {                                                             \
     hal_locals k2 = k;                                                  \
-    k2.w[0] = (m) & 1;                                                  \
+    k2.w[0] = (m)&1;                                                    \
     k2.w[1] = ((m) >> 1) & 1;                                           \
     k2.w[2] = ((m) >> 2) & 1;                                           \
     k2.w[3] = ((m) >> 3) & 1;                                           \
@@ -316,11 +313,10 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
  * workgroups in one row of the grid are one loop over the global x id (the
  * same order), so a 64-invocation loop does not end every 64 elements. */
 #define HAL_KERNEL(name, nb, nc, wx, wy, wz)                                  \
-  HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
-                               hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
-                               uint32_t hal_gok, uint32_t hal_ly,             \
-                               uint32_t hal_lz);                              \
-  HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {              \
+  HAL_INLINE void name##__body(                                               \
+      const hal_locals* hal_k, hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
+      uint32_t hal_gok, uint32_t hal_ly, uint32_t hal_lz);                    \
+  HAL_EXPORT const hal_sim_kernel_info name##__hal_sim_info = {               \
       HAL_SIM_KERNEL_ABI_VERSION, nb, nc, {wx, wy, wz}};                      \
   HAL_EXPORT HAL_ENTRY_CLONES void name(hal_sim_dispatch_state* hal_s) {      \
     uint64_t w = hal_s->workgroup_begin;                                      \
@@ -341,7 +337,7 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
       if ((wy) == 1 && (wz) == 1) {                                           \
         const uint64_t g1 = (uint64_t)x1 * (wx);                              \
         if (g1 <= 0xFFFFFFFFu) {                                              \
-          /* A 32-bit counter that cannot wrap: the compiler sees the global \
+          /* A 32-bit counter that cannot wrap: the compiler sees the global  \
            * id as a plain induction variable. */                             \
           const uint32_t hal_wmask =                                          \
               (k.w[0] | k.w[1] << 1 | k.w[2] << 2 | k.w[3] << 3) &            \
@@ -373,7 +369,7 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
           for (uint32_t z = 0; z < (wz); ++z)                                 \
             for (uint32_t y = 0; y < (wy); ++y)                               \
               for (uint32_t x = 0; x < (wx); ++x)                             \
-                name##__body(&k, hal_s, (uint64_t)gx * (wx) + x, 0, y, z);    \
+                name##__body(&k, hal_s, (uint64_t)gx*(wx) + x, 0, y, z);      \
       }                                                                       \
       w += run;                                                               \
       if (w >= end) break;                                                    \
@@ -384,34 +380,38 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
       }                                                                       \
     }                                                                         \
   }                                                                           \
-  HAL_INLINE void name##__body(const hal_locals* hal_k,                       \
-                               hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
-                               uint32_t hal_gok, uint32_t hal_ly,             \
-                               uint32_t hal_lz) {                             \
+  HAL_INLINE void name##__body(                                               \
+      const hal_locals* hal_k, hal_sim_dispatch_state* hal_s, uint64_t hal_g, \
+      uint32_t hal_gok, uint32_t hal_ly, uint32_t hal_lz) {                   \
     const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);                \
-    (void)hal_wsx; (void)hal_wsy; (void)hal_wsz; (void)hal_k; (void)hal_s;    \
-    (void)hal_g; (void)hal_gok;
+    (void)hal_wsx;                                                            \
+    (void)hal_wsy;                                                            \
+    (void)hal_wsz;                                                            \
+    (void)hal_k;                                                              \
+    (void)hal_s;                                                              \
+    (void)hal_g;                                                              \
+    (void)hal_gok;
 #define HAL_KERNEL_END }
 
 /* ------------------------------------------------------------------------ */
 #elif defined(HAL_KERNEL_TARGET_MSL)
 
 #define HAL_BINDINGS_0
-#define HAL_BINDINGS_1 device uint* hal_b0 [[buffer(0)]],
-#define HAL_BINDINGS_2 HAL_BINDINGS_1 device uint* hal_b1 [[buffer(1)]],
-#define HAL_BINDINGS_3 HAL_BINDINGS_2 device uint* hal_b2 [[buffer(2)]],
-#define HAL_BINDINGS_4 HAL_BINDINGS_3 device uint* hal_b3 [[buffer(3)]],
+#define HAL_BINDINGS_1 device uint *hal_b0 [[buffer(0)]],
+#define HAL_BINDINGS_2 HAL_BINDINGS_1 device uint *hal_b1 [[buffer(1)]],
+#define HAL_BINDINGS_3 HAL_BINDINGS_2 device uint *hal_b2 [[buffer(2)]],
+#define HAL_BINDINGS_4 HAL_BINDINGS_3 device uint *hal_b3 [[buffer(3)]],
 #define HAL_CONSTANTS_0
-#define HAL_CONSTANTS_1 constant uint* hal_constants [[buffer(30)]],
+#define HAL_CONSTANTS_1 constant uint *hal_constants [[buffer(30)]],
 #define HAL_CONSTANTS_2 HAL_CONSTANTS_1
 #define HAL_CONSTANTS_3 HAL_CONSTANTS_1
 #define HAL_CONSTANTS_4 HAL_CONSTANTS_1
 
 #define HAL_LOAD(b, i) (HAL_CAT(hal_b, b)[(i)])
 #define HAL_STORE(b, i, v) (HAL_CAT(hal_b, b)[(i)] = (v))
-#define HAL_ATOMIC_ADD(b, i, v)                                          \
-  atomic_fetch_add_explicit((device atomic_uint*)&HAL_CAT(hal_b, b)[(i)], \
-                            (v), memory_order_relaxed)
+#define HAL_ATOMIC_ADD(b, i, v)                                                \
+  atomic_fetch_add_explicit((device atomic_uint*)&HAL_CAT(hal_b, b)[(i)], (v), \
+                            memory_order_relaxed)
 #define HAL_CONSTANT(c) (hal_constants[(c)])
 #define HAL_LOCAL_ID_X hal_lid.x
 #define HAL_LOCAL_ID_Y hal_lid.y
@@ -420,10 +420,10 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 #define HAL_WORKGROUP_ID_Y hal_wgid.y
 #define HAL_WORKGROUP_ID_Z hal_wgid.z
 
-#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                            \
-  kernel void name(HAL_BINDINGS_##nb HAL_CONSTANTS_##nc                  \
-                   uint3 hal_wgid [[threadgroup_position_in_grid]],      \
-                   uint3 hal_lid [[thread_position_in_threadgroup]]) {   \
+#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                           \
+  kernel void name(HAL_BINDINGS_##nb HAL_CONSTANTS_##nc uint3 hal_wgid \
+                   [[threadgroup_position_in_grid]],                   \
+                   uint3 hal_lid [[thread_position_in_threadgroup]]) { \
     const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);
 #define HAL_KERNEL_END }
 
@@ -478,14 +478,15 @@ HAL_INLINE uint hal_atomic_add(const hal_locals* k, hal_sim_dispatch_state* s,
 #define HAL_STORE(b, i, v) (HAL_CAT(hal_b, b)[(i)] = (v))
 #define HAL_CONSTANT(c) HAL_CAT(hal_c, c)
 
-#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                         \
+#define HAL_KERNEL(name, nb, nc, wx, wy, wz)                            \
   __kernel __attribute__((reqd_work_group_size(wx, wy, wz))) void name( \
-      HAL_BINDINGS_##nb HAL_CONSTANTS_##nc) {                         \
+      HAL_BINDINGS_##nb HAL_CONSTANTS_##nc) {                           \
     const uint hal_wsx = (wx), hal_wsy = (wy), hal_wsz = (wz);
 #define HAL_KERNEL_END }
 
 #else
-#error "hal_kernel.h: define HAL_KERNEL_TARGET_NATIVE or HAL_KERNEL_TARGET_MSL, or compile as OpenCL C"
+#error \
+    "hal_kernel.h: define HAL_KERNEL_TARGET_NATIVE or HAL_KERNEL_TARGET_MSL, or compile as OpenCL C"
 #endif
 
 /* Derived ids, the same everywhere. */

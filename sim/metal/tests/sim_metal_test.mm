@@ -77,7 +77,8 @@ TEST_F(SimMetal, BlitFillAndCopyRun) {
 }
 
 TEST_F(SimMetal, PrivateBufferHasNoContents) {
-  id<MTLBuffer> p = [device_ newBufferWithLength:16 options:MTLResourceStorageModePrivate];
+  id<MTLBuffer> p = [device_ newBufferWithLength:16
+                                         options:MTLResourceStorageModePrivate];
   EXPECT_EQ([p contents], nullptr);
   EXPECT_EQ([p storageMode], MTLStorageModePrivate);
   [p release];
@@ -99,13 +100,17 @@ TEST_F(SimMetal, CommitWithActiveEncoderAndTwiceAreReported) {
   id<MTLCommandBuffer> cb = [queue_ commandBuffer];
   id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
   std::string err = Stderr([&] { [cb commit]; });
-  EXPECT_NE(err.find("commit while an encoder is active"), std::string::npos) << err;
+  EXPECT_NE(err.find("commit while an encoder is active"), std::string::npos)
+      << err;
   [blit endEncoding];
   [cb waitUntilCompleted];
   err = Stderr([&] { [cb commit]; });
-  EXPECT_NE(err.find("commit of a command buffer committed already"), std::string::npos) << err;
+  EXPECT_NE(err.find("commit of a command buffer committed already"),
+            std::string::npos)
+      << err;
   err = Stderr([&] { EXPECT_EQ([cb blitCommandEncoder], nil); });
-  EXPECT_NE(err.find("blitCommandEncoder on a command buffer after commit"), std::string::npos)
+  EXPECT_NE(err.find("blitCommandEncoder on a command buffer after commit"),
+            std::string::npos)
       << err;
 }
 
@@ -113,8 +118,11 @@ TEST_F(SimMetal, UnalignedBlitFillIsReportedAndFailsTheCommandBuffer) {
   id<MTLBuffer> a = Shared(64);
   id<MTLCommandBuffer> cb = [queue_ commandBuffer];
   id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
-  std::string err = Stderr([&] { [blit fillBuffer:a range:NSMakeRange(2, 8) value:1]; });
-  EXPECT_NE(err.find("must be nonzero multiples of 4 on macOS"), std::string::npos) << err;
+  std::string err =
+      Stderr([&] { [blit fillBuffer:a range:NSMakeRange(2, 8) value:1]; });
+  EXPECT_NE(err.find("must be nonzero multiples of 4 on macOS"),
+            std::string::npos)
+      << err;
   [blit endEncoding];
   [cb commit];
   [cb waitUntilCompleted];
@@ -126,7 +134,9 @@ TEST_F(SimMetal, OverReleaseIsReported) {
   id<MTLSharedEvent> e = [device_ newSharedEvent];
   [e release];
   std::string err = Stderr([&] { [e release]; });
-  EXPECT_NE(err.find("over-release of a HalSimMTLSharedEvent"), std::string::npos) << err;
+  EXPECT_NE(err.find("over-release of a HalSimMTLSharedEvent"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(SimMetal, EncodedEventsOrderQueuesAndListenersRunOnTheirThread) {
@@ -200,10 +210,11 @@ TEST_F(SimMetal, HostSignalReleasesAnEncodedWait) {
 // leaves 24 bytes LeakSanitizer reports (sim/metal/lsan_nserror.txt).
 TEST_F(SimMetal, MslKernelWithoutNativeBuildIsALibraryError) {
   NSError* error = nil;
-  id<MTLLibrary> bad = [device_ newLibraryWithSource:@"kernel void no_such_kernel(device uint* "
-                                                     @"b [[buffer(0)]]) {}"
-                                             options:nil
-                                               error:&error];
+  id<MTLLibrary> bad =
+      [device_ newLibraryWithSource:@"kernel void no_such_kernel(device uint* "
+                                    @"b [[buffer(0)]]) {}"
+                            options:nil
+                              error:&error];
   EXPECT_EQ(bad, nil);
   ASSERT_NE(error, nil);
   EXPECT_NE(std::string([[error localizedDescription] UTF8String])
@@ -232,28 +243,32 @@ TEST_F(SimMetal, UnorderedDispatchesWritingOneBufferRace) {
   id<MTLLibrary> lib = FillLibrary(&error);
   ASSERT_NE(lib, nil);
   id<MTLFunction> f = [lib newFunctionWithName:@"fill"];
-  id<MTLComputePipelineState> pipeline = [device_ newComputePipelineStateWithFunction:f
-                                                                                error:&error];
+  id<MTLComputePipelineState> pipeline =
+      [device_ newComputePipelineStateWithFunction:f error:&error];
   ASSERT_NE(pipeline, nil);
   id<MTLBuffer> one = Shared(256), two = Shared(256);
   id<MTLCommandQueue> other = [device_ newCommandQueue];
   // Each round's dispatches wait for the round's gate value, so that both
   // are ready at the same step.
   id<MTLSharedEvent> gate = [device_ newSharedEvent];
-  auto dispatch = [&](id<MTLCommandQueue> queue, id<MTLBuffer> target, uint64_t round) {
+  auto dispatch = [&](id<MTLCommandQueue> queue, id<MTLBuffer> target,
+                      uint64_t round) {
     id<MTLCommandBuffer> cb = [queue commandBuffer];
     [cb encodeWaitForEvent:gate value:round];
     id<MTLComputeCommandEncoder> encoder = [cb computeCommandEncoder];
     [encoder setComputePipelineState:pipeline];
     [encoder setBuffer:target offset:0 atIndex:0];
-    const uint32_t constants[2] = {static_cast<uint32_t>(round), 64};  // value, count
+    const uint32_t constants[2] = {static_cast<uint32_t>(round),
+                                   64};  // value, count
     [encoder setBytes:constants length:sizeof(constants) atIndex:30];
-    [encoder dispatchThreadgroups:MTLSizeMake(1, 1, 1) threadsPerThreadgroup:MTLSizeMake(64, 1, 1)];
+    [encoder dispatchThreadgroups:MTLSizeMake(1, 1, 1)
+            threadsPerThreadgroup:MTLSizeMake(64, 1, 1)];
     [encoder endEncoding];
     [cb commit];
     return cb;
   };
-  auto races = [&](id<MTLCommandQueue> second_queue, id<MTLBuffer> second_target, uint64_t round,
+  auto races = [&](id<MTLCommandQueue> second_queue,
+                   id<MTLBuffer> second_target, uint64_t round,
                    std::string* err) {
     const uint64_t before = halsim_races();
     *err = Stderr([&] {
@@ -293,7 +308,8 @@ class SimMetalControl : public SimMetal {
   }
   // On a queue made now (numbered from the last reset): a fill of `b`, then
   // an encoded signal of `e` to `value` (when given). Waits; the status.
-  MTLCommandBufferStatus FillAndSignal(id<MTLBuffer> b, id<MTLSharedEvent> e = nil,
+  MTLCommandBufferStatus FillAndSignal(id<MTLBuffer> b,
+                                       id<MTLSharedEvent> e = nil,
                                        uint64_t value = 0) {
     id<MTLCommandQueue> queue = [device_ newCommandQueue];
     id<MTLCommandBuffer> cb = [queue commandBuffer];
@@ -315,7 +331,8 @@ TEST_F(SimMetalControl, ResetScheduleReplaysTheTrace) {
   EXPECT_EQ(halsim_seed(), 5u);
   EXPECT_EQ(halsim_trace_length(), 0u);
   EXPECT_EQ(halsim_virtual_time_ns(), 0u);
-  const uint64_t steps = halsim_steps(), work = halsim_work_done(), races = halsim_races();
+  const uint64_t steps = halsim_steps(), work = halsim_work_done(),
+                 races = halsim_races();
   const uint64_t launched = halsim_host_functions_launched();
   EXPECT_EQ(FillAndSignal(b), MTLCommandBufferStatusCompleted);
   const uint64_t hash = halsim_trace_hash(), length = halsim_trace_length();
@@ -370,7 +387,8 @@ TEST_F(SimMetalControl, FaultsMapOntoMetal) {
     EXPECT_EQ(halsim_set_faults("lose_device_at=1000"), -1);
     EXPECT_EQ(halsim_set_faults("no_such_fault=1"), -1);
   });
-  EXPECT_NE(err.find("lose_device_at is not simulated"), std::string::npos) << err;
+  EXPECT_NE(err.find("lose_device_at is not simulated"), std::string::npos)
+      << err;
   [e release];
   [b release];
 }
@@ -414,7 +432,8 @@ TEST_F(SimMetalControl, PausedHostFunctionsHoldCompletion) {
 // didModifyRange: is reported, and the GPU reads its own stale copy; once
 // announced, the GPU sees it.
 TEST_F(SimMetal, ManagedHostWriteWithoutDidModifyRangeIsReported) {
-  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  id<MTLBuffer> m = [device_ newBufferWithLength:64
+                                         options:MTLResourceStorageModeManaged];
   id<MTLBuffer> s = Shared(64);
   ASSERT_EQ([m storageMode], MTLStorageModeManaged);
   std::memset([s contents], 0, 64);
@@ -422,17 +441,23 @@ TEST_F(SimMetal, ManagedHostWriteWithoutDidModifyRangeIsReported) {
   auto copy = [&] {
     id<MTLCommandBuffer> cb = [queue_ commandBuffer];
     id<MTLBlitCommandEncoder> blit = [cb blitCommandEncoder];
-    [blit copyFromBuffer:m sourceOffset:0 toBuffer:s destinationOffset:0 size:64];
+    [blit copyFromBuffer:m
+             sourceOffset:0
+                 toBuffer:s
+        destinationOffset:0
+                     size:64];
     [blit endEncoding];
     [cb commit];
     [cb waitUntilCompleted];
   };
   std::string err = Stderr(copy);
-  EXPECT_NE(err.find("Metal rule violated: a blit copy reads byte 0 of a Managed buffer that "
+  EXPECT_NE(err.find("Metal rule violated: a blit copy reads byte 0 of a "
+                     "Managed buffer that "
                      "the CPU wrote without didModifyRange:"),
             std::string::npos)
       << err;
-  EXPECT_NE(static_cast<uint8_t*>([s contents])[0], 7) << "the GPU read the CPU's copy";
+  EXPECT_NE(static_cast<uint8_t*>([s contents])[0], 7)
+      << "the GPU read the CPU's copy";
   [m didModifyRange:NSMakeRange(0, 64)];
   err = Stderr(copy);
   EXPECT_EQ(err.find("Metal rule violated"), std::string::npos) << err;
@@ -444,7 +469,8 @@ TEST_F(SimMetal, ManagedHostWriteWithoutDidModifyRangeIsReported) {
 
 // GPU writes reach the CPU's copy only through a blit synchronizeResource:.
 TEST_F(SimMetal, ManagedGpuWritesNeedSynchronizeResource) {
-  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  id<MTLBuffer> m = [device_ newBufferWithLength:64
+                                         options:MTLResourceStorageModeManaged];
   std::memset([m contents], 0, 64);
   [m didModifyRange:NSMakeRange(0, 64)];
   auto run = [&](bool synchronize) {
@@ -457,7 +483,8 @@ TEST_F(SimMetal, ManagedGpuWritesNeedSynchronizeResource) {
     [cb waitUntilCompleted];
   };
   std::string err = Stderr([&] { run(false); });
-  EXPECT_EQ(static_cast<uint8_t*>([m contents])[0], 0) << "the CPU saw a GPU write unsynchronized";
+  EXPECT_EQ(static_cast<uint8_t*>([m contents])[0], 0)
+      << "the CPU saw a GPU write unsynchronized";
   err += Stderr([&] { run(true); });
   EXPECT_EQ(static_cast<uint8_t*>([m contents])[0], 0x5A);
   EXPECT_EQ(static_cast<uint8_t*>([m contents])[63], 0x5A);
@@ -466,9 +493,11 @@ TEST_F(SimMetal, ManagedGpuWritesNeedSynchronizeResource) {
 }
 
 TEST_F(SimMetal, ManagedDidModifyRangeOutsideTheBufferIsReported) {
-  id<MTLBuffer> m = [device_ newBufferWithLength:64 options:MTLResourceStorageModeManaged];
+  id<MTLBuffer> m = [device_ newBufferWithLength:64
+                                         options:MTLResourceStorageModeManaged];
   std::string err = Stderr([&] { [m didModifyRange:NSMakeRange(60, 8)]; });
-  EXPECT_NE(err.find("didModifyRange: range [60, +8) outside a 64-byte buffer"), std::string::npos)
+  EXPECT_NE(err.find("didModifyRange: range [60, +8) outside a 64-byte buffer"),
+            std::string::npos)
       << err;
   [m release];
 }
@@ -498,15 +527,17 @@ TEST_F(SimMetal, NoCopyBufferNeedsPagesAndRunsItsDeallocator) {
                                     deallocator:dealloc],
               nil);
   });
-  EXPECT_NE(err.find("the pointer must be page aligned and the length a nonzero multiple of the "
+  EXPECT_NE(err.find("the pointer must be page aligned and the length a "
+                     "nonzero multiple of the "
                      "page"),
             std::string::npos)
       << err;
   EXPECT_EQ(calls, 0) << "a buffer never made has no deallocator call";
-  id<MTLBuffer> b = [device_ newBufferWithBytesNoCopy:memory
-                                               length:2 * kPage
-                                              options:MTLResourceStorageModeShared
-                                          deallocator:dealloc];
+  id<MTLBuffer> b =
+      [device_ newBufferWithBytesNoCopy:memory
+                                 length:2 * kPage
+                                options:MTLResourceStorageModeShared
+                            deallocator:dealloc];
   ASSERT_NE(b, nil);
   EXPECT_EQ([b contents], memory);
   id<MTLCommandBuffer> cb = [queue_ commandBuffer];
