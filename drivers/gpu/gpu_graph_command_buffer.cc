@@ -6,6 +6,7 @@
 
 #include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_executable.h"
+#include "drivers/gpu/gpu_fill.h"
 #include "drivers/gpu/gpu_stream_command_buffer.h"
 
 namespace hal::gpu {
@@ -168,11 +169,22 @@ class GpuCommandGraph {
           HAL_RETURN_IF_ERROR(api_->GraphAddEmptyNode(graph, since, &barrier));
           since.clear();
           continue;
-        case GraphOp::Kind::kFill:
-          HAL_RETURN_IF_ERROR(api_->GraphAddMemsetNode(
-              graph, deps, op.dst, op.pattern, op.pattern_length,
-              op.size / op.pattern_length, &node));
+        case GraphOp::Kind::kFill: {
+          // Pieces of a misaligned fill are parallel nodes (disjoint bytes).
+          GpuFillPiece pieces[kMaxGpuFillPieces];
+          const int n =
+              SplitFill(op.dst, op.pattern, op.pattern_length, op.size, pieces);
+          for (int i = 0; i < n; ++i) {
+            GpuGraphNode piece = nullptr;
+            HAL_RETURN_IF_ERROR(api_->GraphAddMemsetNode(
+                graph, deps, pieces[i].dst, pieces[i].pattern,
+                pieces[i].pattern_length, pieces[i].count, &piece));
+            if (i + 1 < n) since.push_back(piece);
+            node = piece;
+          }
+          if (n == 0) continue;
           break;
+        }
         case GraphOp::Kind::kUpdate:
           HAL_RETURN_IF_ERROR(api_->GraphAddMemcpyNode(
               graph, deps, op.dst, payload_address + op.data_offset, op.size,

@@ -4,6 +4,7 @@
 
 #include "drivers/gpu/gpu_allocator.h"
 #include "drivers/gpu/gpu_executable.h"
+#include "drivers/gpu/gpu_fill.h"
 
 namespace hal::gpu {
 
@@ -18,9 +19,15 @@ Status ReplayCommandBufferOnStream(GpuApi* api, GpuStream stream,
             HAL_ASSIGN_OR_RETURN(
                 GpuRange r,
                 ResolveGpuRange(c.target, table, kWholeBuffer, "fill"));
-            if (r.length == 0) return OkStatus();
-            return api->MemsetAsync(r.address, c.pattern, c.pattern_length,
-                                    r.length / c.pattern_length, stream);
+            GpuFillPiece pieces[kMaxGpuFillPieces];
+            const int n = SplitFill(r.address, c.pattern, c.pattern_length,
+                                    r.length, pieces);
+            for (int i = 0; i < n; ++i) {
+              HAL_RETURN_IF_ERROR(api->MemsetAsync(
+                  pieces[i].dst, pieces[i].pattern, pieces[i].pattern_length,
+                  pieces[i].count, stream));
+            }
+            return OkStatus();
           } else if constexpr (std::is_same_v<T, cmd::Update>) {
             HAL_ASSIGN_OR_RETURN(
                 GpuRange r,

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <variant>
 
-#include "drivers/sim/sim_device.h"
 #include "drivers/sim/sim_executable.h"
 #include "drivers/sim/sim_range.h"
 

@@ -209,19 +209,22 @@ struct Core {
       std::lock_guard<std::mutex> lock(mutex());
       if (hook) hook(hook_arg, *entry->op);
       admitted = Admit(entry);
+      // The caller's list, read no more. Here, under the lock: once
+      // admitted, the op is in `live`, and a device loss on another thread
+      // (AbandonAll) may take it as soon as the lock is dropped.
+      entry->op->waits = {};
       if (admitted.ok() && unreached == 0) {
         // Every wait is reached (the usual case): no callback can come, so
         // the op is handed on here, under the lock already held, as
         // WaitResolved would after the count-down of the +1 below.
-        entry->op->waits = {};  // the caller's list, read no more
         entry->pending.store(0, std::memory_order_relaxed);
         entry->dispatched.store(true, std::memory_order_relaxed);
         Dispatch(std::move(entry), /*failed=*/false);
         return;
       }
     }
-    entry->op->waits = {};
     // Only now can a callback come; it reaches the core through the entry.
+    // (After a refused admission the op is this thread's alone.)
     entry->core = self;
     if (!admitted.ok()) {
       Abandon(*entry->op, admitted);

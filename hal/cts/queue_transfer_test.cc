@@ -428,5 +428,48 @@ TEST_F(QueueTransfer, FillAlignmentIsOnTheOffsetInTheAllocation) {
   EXPECT_EQ(Diff(ReadBack(buffer.get()), want), "");
 }
 
+// A host import may start at any host address: the fill rule is on the
+// buffer's offsets, so a 2- or 4-byte pattern may land on a misaligned
+// address, and every driver must still fill exactly those bytes (issue 25
+// item 5: CUDA and HIP accepted such fills, then failed them at run time
+// in cuMemsetD32Async / hipMemsetD32Async / memset graph nodes).
+TEST_F(QueueTransfer, FillsAHostImportAtAMisalignedAddress) {
+  CTS_REQUIRE_TAG(kTagImport);
+  const uint8_t patterns[2][4] = {{0x12, 0x34}, {0xDE, 0xAD, 0xBE, 0xEF}};
+  const size_t pattern_lengths[2] = {2, 4};
+  // One region per misalignment, 8 KiB apart: no two share a page (a real
+  // driver may lock whole pages, and a page locked twice is an error).
+  constexpr size_t kRegion = 8192, kSpan = 320;
+  std::vector<uint64_t> storage(3 * kRegion / sizeof(uint64_t));
+  for (size_t misalign : {size_t{1}, size_t{2}, size_t{3}}) {
+    uint8_t* host =
+        reinterpret_cast<uint8_t*>(storage.data()) + (misalign - 1) * kRegion;
+    BufferParams params = HostParams();
+    params.min_alignment = 1;
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<HalBuffer> buffer,
+                             allocator()->ImportHostAllocation(
+                                 params, host + misalign, 256, nullptr));
+    for (int p = 0; p < 2; ++p) {
+      const size_t pl = pattern_lengths[p];
+      for (size_t size : {pl, 2 * pl, 3 * pl, size_t{64}}) {
+        for (size_t offset : {size_t{0}, pl}) {
+          std::memset(host, 0xCD, kSpan);
+          Status s = FillAndWait(buffer.get(), offset, size, patterns[p], pl);
+          ASSERT_TRUE(s.ok())
+              << "host address misaligned by " << misalign
+              << ", pattern length " << pl << ": " << s.ToString();
+          Bytes want(kSpan, 0xCD);
+          for (size_t i = 0; i < size; ++i) {
+            want[misalign + offset + i] = patterns[p][i % pl];
+          }
+          EXPECT_EQ(Diff(Bytes(host, host + want.size()), want), "")
+              << "misaligned by " << misalign << ", pattern length " << pl
+              << ", offset " << offset << ", size " << size;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hal::cts

@@ -178,7 +178,7 @@ skin::Library& L() {
       .api = "HSA",
       .env_alias = "HALSIM_HSA_",
       .devices_env = "HALSIM_HSA_GPU_AGENTS",
-      .kernel_dir = HALSIM_HSA_KERNEL_MODULES_DIR,
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
       .callback_rule = nullptr,  // signal handlers may call the API
       .kinds = {},
       .device_memory_bytes = kDeviceMemoryBytes,

@@ -99,7 +99,7 @@ skin::Library& L() {
       .api = "Level Zero",
       .env_alias = "HALSIM_ZE_",
       .devices_env = "HALSIM_ZE_DEVICES",
-      .kernel_dir = HALSIM_ZE_KERNEL_MODULES_DIR,
+      .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
       .callback_rule = nullptr,
       // By Kind.
       .kinds = {"context", "command queue", "command list", "event pool",

@@ -5,7 +5,7 @@
 // (hal/formats/spirv_reader.h, from hal_formats, which halsim_engine
 // links). A kernel runs as the native (sim-format) build of the same test
 // kernel (build/<preset>/kernels/modules/*.sim.so, compiled in as
-// HALSIM_ZE_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it), whose
+// HALSIM_KERNEL_MODULES_DIR; HALSIM_KERNEL_DIR overrides it), whose
 // signature must be the SPIR-V one; the SPIR-V itself is never executed.
 // zeKernelSetGroupSize must give the native build's workgroup size.
 #include <cstring>

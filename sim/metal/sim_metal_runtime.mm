@@ -84,7 +84,7 @@ skin::Library& L() {
         .api = "Metal",
         .env_alias = "HALSIM_METAL_",
         .devices_env = nullptr,
-        .kernel_dir = HALSIM_METAL_KERNEL_MODULES_DIR,
+        .kernel_dir = HALSIM_KERNEL_MODULES_DIR,
         .callback_rule = nullptr,
         .kinds = {},
         .device_memory_bytes = size_t{16} << 30,

@@ -40,6 +40,9 @@ void RegisterMetalCtsBackend() {
   // dispatchThreadgroupsWithIndirectBuffer: has the GPU read the count;
   // Metal checks no limit the HAL's kMaxWorkgroupCount could map to, and
   // there is no device-side patch kernel here (the AMDGPU driver has one).
+  b.unsupported["QueueTransfer.FillsAHostImportAtAMisalignedAddress"] =
+      "Metal imports whole pages only (newBufferWithBytesNoCopy:), so an "
+      "import cannot start at a misaligned address";
   b.expected_failures["Dispatch.IndirectCountAboveTheLimitFails"] =
       "the GPU reads the indirect count and nothing checks the HAL's "
       "kMaxWorkgroupCount (docs/drivers/metal.md)";
