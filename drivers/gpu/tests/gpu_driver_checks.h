@@ -99,43 +99,6 @@ class SimDriverTest : public ::testing::Test {
   SimControls controls_;
 };
 
-// Enumeration and URIs as every stream driver answers them over its
-// simulated library at `path`: one device, `<driver>:0`, with a GPU-<uuid>
-// that opens by ordinal and by UUID; a missing ordinal or UUID is NOT_FOUND;
-// command_buffer_mode=graph opens and says so, =tape is INVALID_ARGUMENT.
-// The device's info in `*info`.
-template <typename Enumerate, typename Create>
-void CheckEnumerationAndUris(const char* driver, const char* path,
-                             Enumerate enumerate, Create create,
-                             DeviceInfo* info) {
-  auto devices = enumerate(path);
-  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  ASSERT_EQ(devices->size(), 1u);
-  *info = (*devices)[0];
-  EXPECT_EQ(info->uri, std::string(driver) + ":0");
-  EXPECT_EQ(info->uuid.rfind("GPU-", 0), 0u) << info->uuid;
-  EXPECT_EQ(info->uuid.size(), 40u) << info->uuid;
-  EXPECT_GT(info->memory_bytes, 0u);
-  for (std::string id : {std::string("0"), info->uuid}) {
-    DeviceUri uri = SimUri(driver, path);
-    uri.devices = {id};
-    auto device = create(uri);
-    ASSERT_TRUE(device.ok()) << id << ": " << device.status().ToString();
-    EXPECT_EQ((*device)->info().uuid, info->uuid);
-  }
-  DeviceUri missing = SimUri(driver, path);
-  for (const char* id : {"3", "GPU-00000000-0000-0000-0000-000000000000"}) {
-    missing.devices = {id};
-    EXPECT_EQ(create(missing).status().code(), StatusCode::kNotFound) << id;
-  }
-  auto graph = create(SimUri(driver, path, "command_buffer_mode=graph"));
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  EXPECT_EQ((*graph)->info().properties.at("command_buffer_mode"), "graph");
-  EXPECT_EQ(
-      create(SimUri(driver, path, "command_buffer_mode=tape")).status().code(),
-      StatusCode::kInvalidArgument);
-}
-
 inline BufferParams HostParams() {
   BufferParams p;
   p.type = MemoryType::kHostLocal | MemoryType::kHostCoherent;
