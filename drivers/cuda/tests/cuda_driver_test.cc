@@ -20,6 +20,7 @@
 #include "drivers/cuda/cuda_status.h"
 #include "drivers/gpu/gpu_device.h"
 #include "drivers/gpu/tests/gpu_driver_checks.h"
+#include "drivers/gpu/tests/gpu_driver_suite.h"
 #include "hal/driver.h"
 #include "hal/executable.h"
 
@@ -47,6 +48,49 @@ class CudaSim : public gpu::testing::SimDriverTest {
  protected:
   CudaSim() : SimDriverTest(kSimLibrary, [] { SetCudaFaultHook(nullptr); }) {}
 };
+
+// The shared driver suite (drivers/gpu/tests/gpu_driver_suite.h) over the
+// simulator: CudaSim/GpuDriverSuite.*/cuda.
+const gpu::testing::GpuDriverBackend* CudaBackend() {
+  static const gpu::testing::GpuDriverBackend* backend = [] {
+    auto* b = new gpu::testing::GpuDriverBackend;
+    b->name = "cuda";
+    b->sim_library = kSimLibrary;
+    b->sim_uri = [](const std::string& params) {
+      return gpu::testing::SimUri("cuda", kSimLibrary, params);
+    };
+    b->create = [](const DeviceUri& uri) { return CreateCudaDevice(uri); };
+    b->enumerate = [] { return EnumerateCudaDevices(kSimLibrary); };
+    b->check_info = [](const DeviceInfo& info) {
+      EXPECT_EQ(info.properties.at("compute_capability"), "8.0");
+    };
+    b->missing_library = "/nonexistent/libcuda.so.1";
+    b->missing_library_hints = {"HAL_CUDA_LIBRARY"};
+    b->set_fault_hook = [](std::function<bool(std::string_view)> fail) {
+      if (!fail) return SetCudaFaultHook(nullptr);
+      SetCudaFaultHook([fail](std::string_view call) {
+        return fail(call) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+      });
+    };
+    b->host_alloc_call = "cuMemHostAlloc";
+    b->host_alloc_fault_messages = {"CUDA_ERROR_OUT_OF_MEMORY",
+                                    "in cuMemHostAlloc"};
+    // The CUDA simulator's aliases (sim/cuda/sim_libcuda.h).
+    b->alloc_fault_plan = "alloc=1";
+    b->alloc_fault_messages = {"CUDA_ERROR_OUT_OF_MEMORY", "cuMemAlloc"};
+    b->op_fault_plan = "op=1";
+    b->op_fault_messages = {"CUDA_ERROR_LAUNCH_FAILED"};
+    b->test_kernels =
+        std::string(HAL_CUDA_TEST_KERNELS_DIR) + "/test_kernels.cuda-ptx";
+    b->unsupported["IndirectDispatchMakesNoHostRoundTrip"] =
+        "CUDA has no indirect launch: the GPU layer reads the count on the "
+        "host";
+    return b;
+  }();
+  return backend;
+}
+
+HAL_GPU_DRIVER_SUITE(CudaSim, CudaBackend());
 
 // The older halsim_cuda_* names (sim/cuda/sim_libcuda.h) are the same
 // controls as halsim_control.h's.
@@ -81,14 +125,6 @@ TEST_F(CudaSim, SymbolsResolveThroughGetProcAddress) {
 #undef HAL_CUDA_OPTIONAL_SYMBOL
 }
 
-TEST_F(CudaSim, MissingLibraryIsUnavailableWithHint) {
-  auto syms = LoadCudaSymbols("/nonexistent/libcuda.so.1");
-  ASSERT_FALSE(syms.ok());
-  EXPECT_EQ(syms.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(syms.status().message().find("HAL_CUDA_LIBRARY"), std::string::npos)
-      << syms.status().ToString();
-}
-
 TEST_F(CudaSim, TooOldDriverIsUnavailable) {
   // Another spelling of the same path: not in the load cache yet.
   std::string path = kSimLibrary;
@@ -100,45 +136,6 @@ TEST_F(CudaSim, TooOldDriverIsUnavailable) {
   EXPECT_EQ(syms.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(syms.status().message().find("too old"), std::string::npos)
       << syms.status().ToString();
-}
-
-TEST_F(CudaSim, EnumerationAndUris) {
-  DeviceInfo info;
-  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
-      "cuda", kSimLibrary,
-      [](const char* path) { return EnumerateCudaDevices(path); },
-      [](const DeviceUri& uri) { return CreateCudaDevice(uri); }, &info));
-  EXPECT_EQ(info.properties.at("compute_capability"), "8.0");
-}
-
-TEST_F(CudaSim, DeviceToDeviceChainMakesNoHostRoundTrip) {
-  gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(
-      OpenSimDevice("queues=2"), controls_);
-}
-
-// The same chain through the host: a plain (non-device) semaphore must be
-// signalled by the host before queue 1 may start.
-TEST_F(CudaSim, HostSignalReleasesHeldWork) {
-  Ref<Device> device = OpenSimDevice("queues=2");
-  ASSERT_TRUE(device);
-  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
-  ASSERT_TRUE(buffer.ok());
-  ASSERT_TRUE((*buffer)->MapZero(0, 64).ok());
-  Ref<Semaphore> gate = Semaphore::Create(0);
-  auto done = device->CreateSemaphore(0);
-  SemaphorePoint g{gate.get(), 1}, d{done->get(), 1};
-  const uint8_t pattern = 7;
-  ASSERT_TRUE(
-      device->QueueFill(2, {&g, 1}, {&d, 1}, buffer->get(), 0, 64, &pattern, 1)
-          .ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  uint8_t first = 0;
-  ASSERT_TRUE((*buffer)->MapRead(0, &first, 1).ok());
-  EXPECT_EQ(first, 0) << "work ran before its wait was signalled";
-  ASSERT_TRUE(gate->Signal(1).ok());
-  ASSERT_TRUE((*done)->Wait(1, Timeout::After(std::chrono::seconds(20))).ok());
-  ASSERT_TRUE((*buffer)->MapRead(63, &first, 1).ok());
-  EXPECT_EQ(first, 7);
 }
 
 TEST_F(CudaSim, SimulatorReportsCudaCallsFromHostFunctions) {
@@ -604,80 +601,6 @@ TEST_F(CudaSim, SeededFaultsReplay) {
   EXPECT_GE(op_indexes.size(), 3u);
 }
 
-TEST_F(CudaSim, AllocationFaultIsResourceExhausted) {
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  ASSERT_EQ(controls_.set_faults("alloc=1"), 0);
-  BufferParams params;
-  params.type = MemoryType::kDeviceLocal;
-  auto buffer = device->allocator()->AllocateBuffer(params, 1024);
-  ASSERT_FALSE(buffer.ok());
-  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(buffer.status().message().find("CUDA_ERROR_OUT_OF_MEMORY"),
-            std::string::npos)
-      << buffer.status().ToString();
-  EXPECT_NE(buffer.status().message().find("cuMemAlloc"), std::string::npos);
-  // The next allocation works.
-  EXPECT_TRUE(device->allocator()->AllocateBuffer(params, 1024).ok());
-}
-
-TEST_F(CudaSim, QueueAllocaFaultFailsSignal) {
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  ASSERT_EQ(controls_.set_faults("alloc=1"), 0);
-  auto s = device->CreateSemaphore(0);
-  SemaphorePoint s1{s->get(), 1};
-  BufferParams params;
-  params.type = MemoryType::kDeviceLocal;
-  auto buffer = device->QueueAlloca(1, {}, {&s1, 1}, params, 1024);
-  ASSERT_TRUE(buffer.ok());
-  Status st = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
-  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
-  EXPECT_NE(st.message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
-}
-
-// A failed stream operation is a sticky CUDA error: its semaphores fail with
-// the CUDA error name, work chained to it on another queue fails too, and
-// nothing hangs.
-TEST_F(CudaSim, LaunchFailureFailsSemaphoresWithCudaErrorName) {
-  Ref<Device> device = OpenSimDevice("queues=2");
-  ASSERT_TRUE(device);
-  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 256);
-  ASSERT_TRUE(buffer.ok());
-  auto s = device->CreateSemaphore(0);
-  auto t = device->CreateSemaphore(0);
-  SemaphorePoint s1{s->get(), 1}, t1{t->get(), 1};
-  ASSERT_EQ(controls_.set_faults("op=1"), 0);
-  const uint8_t pattern = 1;
-  ASSERT_TRUE(
-      device->QueueFill(1, {}, {&s1, 1}, buffer->get(), 0, 128, &pattern, 1)
-          .ok());
-  ASSERT_TRUE(device
-                  ->QueueFill(2, {&s1, 1}, {&t1, 1}, buffer->get(), 128, 128,
-                              &pattern, 1)
-                  .ok());
-  Status a = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
-  Status b = (*t)->Wait(1, Timeout::After(std::chrono::seconds(20)));
-  EXPECT_EQ(a.code(), StatusCode::kDataLoss) << a.ToString();
-  EXPECT_NE(a.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos)
-      << a.ToString();
-  EXPECT_EQ(b.code(), StatusCode::kDataLoss) << b.ToString();
-  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
-}
-
-// command_buffer_mode=graph: a command buffer runs as one CUgraph launch
-// (the simulator counts them), with the results of the stream path; a
-// reusable command buffer's graph is launched again while its addresses are
-// the same, and rebuilt for a binding table naming other memory.
-TEST_F(CudaSim, GraphCommandBuffersLaunchGraphsAndReuseThem) {
-  Ref<Device> device = OpenSimDevice("command_buffer_mode=graph");
-  ASSERT_TRUE(device);
-  // One graph launch per execution.
-  gpu::testing::CheckGraphCommandBufferReuse(
-      device.get(), [&] { return controls_.graphs_run(); }, 1);
-  EXPECT_TRUE(device->WaitIdle(Timeout::After(std::chrono::seconds(20))).ok());
-}
-
 // Graph nodes count toward the simulator's faults as stream work does: a
 // failed fill node is a sticky CUDA_ERROR_LAUNCH_FAILED that fails the
 // signal with the CUDA error name.
@@ -854,21 +777,6 @@ TEST_F(CudaSim, LateEventsStillOrderWork) {
   uint32_t value = 0;
   ASSERT_TRUE((*buffer)->MapRead(0, &value, 4).ok());
   EXPECT_EQ(value, 20u);
-}
-
-TEST_F(CudaSim, FaultHookInjectsAnyCall) {
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  SetCudaFaultHook([](std::string_view call) {
-    return call == "cuMemHostAlloc" ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
-  });
-  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
-  SetCudaFaultHook(nullptr);
-  ASSERT_FALSE(buffer.ok());
-  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(buffer.status().message().find("in cuMemHostAlloc"),
-            std::string::npos)
-      << buffer.status().ToString();
 }
 
 // The real driver: resolves every required symbol, or skips when this

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "drivers/gpu/tests/gpu_driver_checks.h"
+#include "drivers/gpu/tests/gpu_driver_suite.h"
 #include "drivers/hip/hip_device.h"
 #include "drivers/hip/hip_dynamic_symbols.h"
 #include "drivers/hip/hip_status.h"
@@ -18,8 +19,6 @@
 
 namespace hal::hip {
 namespace {
-
-using gpu::testing::HostParams;
 
 constexpr char kSimLibrary[] = HAL_HIP_SIM_LIBRARY;
 constexpr char kRealLibrary[] = "libamdhip64.so.5";
@@ -53,6 +52,52 @@ class HipSim : public gpu::testing::SimDriverTest {
   HipSim() : SimDriverTest(kSimLibrary, [] { SetHipFaultHook(nullptr); }) {}
 };
 
+// The shared driver suite (drivers/gpu/tests/gpu_driver_suite.h) over the
+// simulator: HipSim/GpuDriverSuite.*/hip.
+const gpu::testing::GpuDriverBackend* HipBackend() {
+  static const gpu::testing::GpuDriverBackend* backend = [] {
+    auto* b = new gpu::testing::GpuDriverBackend;
+    b->name = "hip";
+    b->sim_library = kSimLibrary;
+    b->sim_uri = [](const std::string& params) { return SimUri(params); };
+    b->create = [](const DeviceUri& uri) { return CreateHipDevice(uri); };
+    b->enumerate = [] { return EnumerateHipDevices(kSimLibrary); };
+    b->check_info = [](const DeviceInfo& info) {
+      EXPECT_EQ(info.properties.at("compute_capability"), "9.0");
+      EXPECT_EQ(info.properties.at("warp_size"), "64");
+      EXPECT_EQ(info.properties.at("driver_version"), "5.2.3");
+      EXPECT_EQ(info.properties.at("memory_pools"), "yes");
+      Ref<Device> device = OpenSimDevice();
+      ASSERT_TRUE(device);
+      EXPECT_EQ(device->info().properties.at("async_allocations"), "on");
+    };
+    b->missing_library = "/nonexistent/libamdhip64.so";
+    b->missing_library_hints = {"HAL_HIP_LIBRARY"};
+    b->set_fault_hook = [](std::function<bool(std::string_view)> fail) {
+      if (!fail) return SetHipFaultHook(nullptr);
+      SetHipFaultHook([fail](std::string_view call) {
+        return fail(call) ? hipErrorOutOfMemory : hipSuccess;
+      });
+    };
+    b->host_alloc_call = "hipHostMalloc";
+    b->host_alloc_fault_messages = {
+        "hipErrorOutOfMemory 2 (out of memory) in hipHostMalloc"};
+    b->alloc_fault_messages = {"in hipMalloc"};
+    b->test_kernels =
+        std::string(HAL_HIP_TEST_KERNELS_DIR) + "/test_kernels.hip-hsaco";
+    b->unsupported["IndirectDispatchMakesNoHostRoundTrip"] =
+        "HIP has no indirect launch: the GPU layer reads the count on the "
+        "host";
+    b->unsupported["OperationFaultFailsTheSignal"] =
+        "a failed operation is a sticky error for the whole process (later "
+        "devices fail to create): it needs a process of its own";
+    return b;
+  }();
+  return backend;
+}
+
+HAL_GPU_DRIVER_SUITE(HipSim, HipBackend());
+
 TEST_F(HipSim, SymbolsResolveWithDlsym) {
   auto syms = ResolveHipSymbols({kSimLibrary});
   ASSERT_TRUE(syms.ok()) << syms.status().ToString();
@@ -61,43 +106,6 @@ TEST_F(HipSim, SymbolsResolveWithDlsym) {
   // go through hipStreamAddCallback in every test here.
   EXPECT_EQ((*syms)->hipLaunchHostFunc, nullptr);
   EXPECT_NE((*syms)->hipGraphInstantiateWithFlags, nullptr);
-}
-
-TEST_F(HipSim, MissingLibraryIsUnavailableWithHint) {
-  DeviceUri uri = SimUri();
-  uri.params["library"] = "/nonexistent/libamdhip64.so";
-  auto device = CreateHipDevice(uri);
-  ASSERT_FALSE(device.ok());
-  EXPECT_EQ(device.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(device.status().message().find("/nonexistent/libamdhip64.so"),
-            std::string::npos);
-  EXPECT_NE(device.status().message().find("HAL_HIP_LIBRARY"),
-            std::string::npos)
-      << device.status().ToString();
-}
-
-TEST_F(HipSim, EnumerationAndUris) {
-  DeviceInfo info;
-  ASSERT_NO_FATAL_FAILURE(gpu::testing::CheckEnumerationAndUris(
-      "hip", kSimLibrary,
-      [](const char* path) { return EnumerateHipDevices(path); },
-      [](const DeviceUri& uri) { return CreateHipDevice(uri); }, &info));
-  EXPECT_EQ(info.properties.at("compute_capability"), "9.0");
-  EXPECT_EQ(info.properties.at("warp_size"), "64");
-  EXPECT_EQ(info.properties.at("driver_version"), "5.2.3");
-  EXPECT_EQ(info.properties.at("memory_pools"), "yes");
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  EXPECT_EQ(device->info().properties.at("async_allocations"), "on");
-  EXPECT_EQ(CreateHipDevice(SimUri("colour=red")).status().code(),
-            StatusCode::kInvalidArgument);
-}
-
-// Two queues, a device->device edge: no host round trip (the shared check,
-// with host callbacks held back).
-TEST_F(HipSim, DeviceToDeviceChainMakesNoHostRoundTrip) {
-  gpu::testing::CheckDeviceToDeviceChainMakesNoHostRoundTrip(
-      OpenSimDevice("queues=2"), controls_);
 }
 
 // The simulator itself: a HIP call from inside a stream callback is an
@@ -172,35 +180,6 @@ TEST_F(HipSim, SimulatorChecksCodeObjects) {
   const uint32_t gfx906 = 0x2f;
   std::memcpy(elf + 48, &gfx906, 4);
   EXPECT_EQ(load(&module, elf, 0, nullptr, nullptr), hipErrorNoBinaryForGpu);
-}
-
-TEST_F(HipSim, FaultHookInjectsAnyCall) {
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  SetHipFaultHook([](std::string_view call) {
-    return call == "hipHostMalloc" ? hipErrorOutOfMemory : hipSuccess;
-  });
-  auto buffer = device->allocator()->AllocateBuffer(HostParams(), 64);
-  SetHipFaultHook(nullptr);
-  ASSERT_FALSE(buffer.ok());
-  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(buffer.status().message().find("hipErrorOutOfMemory 2 (out of "
-                                           "memory) in hipHostMalloc"),
-            std::string::npos)
-      << buffer.status().ToString();
-}
-
-TEST_F(HipSim, SimulatedAllocationFaultIsResourceExhausted) {
-  Ref<Device> device = OpenSimDevice();
-  ASSERT_TRUE(device);
-  ASSERT_EQ(controls_.set_faults("fail_alloc=1"), 0);
-  BufferParams params;
-  params.type = MemoryType::kDeviceLocal;
-  auto buffer = device->allocator()->AllocateBuffer(params, 256);
-  ASSERT_FALSE(buffer.ok());
-  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(buffer.status().message().find("in hipMalloc"), std::string::npos)
-      << buffer.status().ToString();
 }
 
 // Debian's real library: every required symbol resolves (hipLaunchHostFunc,
