@@ -172,4 +172,9 @@ StatusOr<Ref<Buffer>> SimAllocator::ImportHostAllocationImpl(
       new SimBuffer(p, NextBufferId(), 1, ptr, std::move(release)));
 }
 
+uint64_t SimBufferId(Buffer* allocated) {
+  auto* b = dynamic_cast<SimBuffer*>(allocated);
+  return b ? b->id() : 0;
+}
+
 }  // namespace hal::sim

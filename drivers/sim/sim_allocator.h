@@ -89,4 +89,7 @@ class SimAllocator final : public Allocator {
   std::atomic<DeviceSize> device_used_{0};
 };
 
+// The per-device id of a simulator buffer (0 for others).
+uint64_t SimBufferId(Buffer* allocated);
+
 }  // namespace hal::sim

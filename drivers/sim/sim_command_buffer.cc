@@ -5,6 +5,7 @@
 #include <cstring>
 #include <variant>
 
+#include "drivers/sim/sim_allocator.h"
 #include "drivers/sim/sim_executable.h"
 #include "drivers/sim/sim_range.h"
 

@@ -36,11 +36,6 @@ constexpr TraceToken kQueueHostCall{"queue_host_call"};
 
 }  // namespace
 
-uint64_t SimBufferId(Buffer* allocated) {
-  auto* b = dynamic_cast<SimBuffer*>(allocated);
-  return b ? b->id() : 0;
-}
-
 SimDevice::SimDevice(DeviceInfo info, Ref<SimAllocator> allocator,
                      const SimDeviceOptions& options,
                      std::shared_ptr<SimContext> context)

@@ -112,7 +112,4 @@ StatusOr<uint64_t> SimVirtualTimeNs(Device* device);
 StatusOr<std::vector<std::string>> SimCheckerReports(Device* device);
 Status SimSetFaults(Device* device, const SimFaultPlan& plan);
 
-// The per-device id of a simulator buffer (0 for others).
-uint64_t SimBufferId(Buffer* allocated);
-
 }  // namespace hal::sim
