@@ -227,3 +227,24 @@ class Device : public RefCounted {
 };
 
 }  // namespace hal
+
+// The ...Impl overrides, declared in one list each, so that no driver's
+// header repeats the argument lists above: a driver's device class expands
+// HAL_DEVICE_IMPL_OVERRIDES (what every driver defines) and, where it has
+// its own path for transfers, HAL_DEVICE_TRANSFER_IMPL_OVERRIDES.
+// clang-format off
+#define HAL_DEVICE_IMPL_OVERRIDES \
+  ::hal::StatusOr<::hal::Ref<::hal::Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override; \
+  ::hal::StatusOr<::hal::Ref<::hal::ExecutableCache>> CreateExecutableCacheImpl() override; \
+  ::hal::StatusOr<::hal::Ref<::hal::Buffer>> QueueAllocaImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, const ::hal::BufferParams& params, ::hal::DeviceSize size) override; \
+  ::hal::Status QueueDeallocaImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::Buffer* buffer) override; \
+  ::hal::Status QueueReadImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::File* source, uint64_t source_offset, ::hal::Buffer* target, ::hal::DeviceSize target_offset, ::hal::DeviceSize length) override; \
+  ::hal::Status QueueWriteImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::Buffer* source, ::hal::DeviceSize source_offset, ::hal::File* target, uint64_t target_offset, ::hal::DeviceSize length) override; \
+  ::hal::Status QueueExecuteImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::CommandBuffer* command_buffer, ::hal::BindingTable bindings) override; \
+  ::hal::Status QueueHostCallImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::HostCallFn fn) override; \
+  ::hal::Status WaitIdleImpl(::hal::Timeout timeout) override;
+#define HAL_DEVICE_TRANSFER_IMPL_OVERRIDES \
+  ::hal::Status QueueFillImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::Buffer* target, ::hal::DeviceSize offset, ::hal::DeviceSize length, const void* pattern, size_t pattern_length) override; \
+  ::hal::Status QueueUpdateImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, const void* source, ::hal::Buffer* target, ::hal::DeviceSize offset, ::hal::DeviceSize length) override; \
+  ::hal::Status QueueCopyImpl(::hal::QueueAffinity affinity, ::hal::SemaphoreList wait, ::hal::SemaphoreList signal, ::hal::Buffer* source, ::hal::DeviceSize source_offset, ::hal::Buffer* target, ::hal::DeviceSize target_offset, ::hal::DeviceSize length) override;
+// clang-format on

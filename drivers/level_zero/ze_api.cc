@@ -169,8 +169,14 @@ Status ZeApi::StreamCreate(gpu::GpuStream* out) {
 }
 
 Status ZeApi::StreamDestroy(gpu::GpuStream stream) {
-  // Level Zero forbids destroying a list the device still uses.
-  HAL_RETURN_IF_ERROR(StreamSynchronize(stream));
+  // Level Zero forbids destroying a list the device still uses. A lost
+  // device uses nothing any more: the release goes on (a release path that
+  // stopped at a lost device would leak the list).
+  if (Status synced = StreamSynchronize(stream);
+      !synced.ok() &&
+      syms_->zeDeviceGetStatus(device_) != ZE_RESULT_ERROR_DEVICE_LOST) {
+    return synced;
+  }
   Slot* last = nullptr;
   {
     std::lock_guard<std::mutex> lock(host_mutex_);
@@ -214,8 +220,8 @@ Status ZeApi::StreamSynchronize(gpu::GpuStream stream) {
       syms_->zeCommandListAppendSignalEvent(AsList(stream), slot->event);
   if (r == ZE_RESULT_SUCCESS) {
     r = syms_->zeEventHostSynchronize(slot->event, UINT64_MAX);
-    ReleaseSlot(slot);
   }
+  ReleaseSlot(slot);
   if (r != ZE_RESULT_SUCCESS) {
     return ZeResultToStatus(r, "zeEventHostSynchronize",
                             "synchronizing a stream");
@@ -234,8 +240,16 @@ Status ZeApi::EventCreate(gpu::GpuEventHandle* out) {
 Status ZeApi::EventDestroy(gpu::GpuEventHandle event) {
   ZeEvent* e = AsEvent(event);
   auto* slot = static_cast<Slot*>(e->slot);
-  // Its last record must have landed before the slot is reused.
-  if (e->recorded) syms_->zeEventHostSynchronize(slot->event, UINT64_MAX);
+  // Its last record must have landed before the slot is reused. A release
+  // never waits without bound: a lost device answers DEVICE_LOST at once
+  // (its refused work will never signal), and work still running after
+  // kReleaseWaitNs keeps its slot out of the pool (the pool's destruction
+  // frees it).
+  if (e->recorded && syms_->zeEventHostSynchronize(
+                         slot->event, kReleaseWaitNs) == ZE_RESULT_NOT_READY) {
+    delete e;
+    return OkStatus();
+  }
   ReleaseSlot(slot);
   delete e;
   return OkStatus();

@@ -23,6 +23,8 @@
 namespace hal::level_zero {
 
 constexpr uint32_t kEventsPerPool = 256;
+// How long a release waits for work still using what it releases.
+constexpr uint64_t kReleaseWaitNs = uint64_t{10} * 1000 * 1000 * 1000;
 
 // A GpuEventHandle.
 struct ZeEvent {

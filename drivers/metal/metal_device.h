@@ -51,46 +51,13 @@ class MetalDevice final : public Device {
   static void CancelHostWaits(MetalOp* op);
 
  protected:
-  StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial) override;
-  StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
-  Status QueueFillImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, Buffer* target, DeviceSize offset,
-                       DeviceSize length, const void* pattern,
-                       size_t pattern_length) override;
-  Status QueueUpdateImpl(QueueAffinity affinity, SemaphoreList wait,
-                         SemaphoreList signal, const void* source,
-                         Buffer* target, DeviceSize offset,
-                         DeviceSize length) override;
-  Status QueueCopyImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, Buffer* source,
-                       DeviceSize source_offset, Buffer* target,
-                       DeviceSize target_offset, DeviceSize length) override;
-  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
-                          SemaphoreList signal, CommandBuffer* command_buffer,
-                          BindingTable bindings) override;
-  // The MTLBuffer is made at once (Metal has no deferred allocation); the
-  // buffer is committed (usable) once the waits are reached.
-  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
-                                        SemaphoreList wait,
-                                        SemaphoreList signal,
-                                        const BufferParams& params,
-                                        DeviceSize size) override;
-  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, Buffer* buffer) override;
-  // Files go through a Shared staging MTLBuffer in two halves
-  // (hal/utils/file_staging.h): a host call for the file's side, a blit copy
-  // for the buffer's.
-  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, File* source,
-                       uint64_t source_offset, Buffer* target,
-                       DeviceSize target_offset, DeviceSize length) override;
-  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
-                        SemaphoreList signal, Buffer* source,
-                        DeviceSize source_offset, File* target,
-                        uint64_t target_offset, DeviceSize length) override;
-  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, HostCallFn fn) override;
-  Status WaitIdleImpl(Timeout timeout) override;
+  // QueueAllocaImpl: the MTLBuffer is made at once (Metal has no deferred
+  // allocation); the buffer is committed (usable) once the waits are
+  // reached. QueueReadImpl/QueueWriteImpl: files go through a Shared staging
+  // MTLBuffer in two halves (hal/utils/file_staging.h): a host call for the
+  // file's side, a blit copy for the buffer's.
+  HAL_DEVICE_IMPL_OVERRIDES
+  HAL_DEVICE_TRANSFER_IMPL_OVERRIDES
 
  private:
   // A file transfer's staging (metal_device.mm).

@@ -49,29 +49,7 @@ class SimDevice final : public Device {
   SimContext& context() { return *context_; }
 
  protected:
-  StatusOr<Ref<Semaphore>> CreateSemaphoreImpl(uint64_t initial_value) override;
-  StatusOr<Ref<ExecutableCache>> CreateExecutableCacheImpl() override;
-  StatusOr<Ref<Buffer>> QueueAllocaImpl(QueueAffinity affinity,
-                                        SemaphoreList wait,
-                                        SemaphoreList signal,
-                                        const BufferParams& params,
-                                        DeviceSize size) override;
-  Status QueueDeallocaImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, Buffer* buffer) override;
-  Status QueueReadImpl(QueueAffinity affinity, SemaphoreList wait,
-                       SemaphoreList signal, File* source,
-                       uint64_t source_offset, Buffer* target,
-                       DeviceSize target_offset, DeviceSize length) override;
-  Status QueueWriteImpl(QueueAffinity affinity, SemaphoreList wait,
-                        SemaphoreList signal, Buffer* source,
-                        DeviceSize source_offset, File* target,
-                        uint64_t target_offset, DeviceSize length) override;
-  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
-                          SemaphoreList signal, CommandBuffer* command_buffer,
-                          BindingTable bindings) override;
-  Status QueueHostCallImpl(QueueAffinity affinity, SemaphoreList wait,
-                           SemaphoreList signal, HostCallFn fn) override;
-  Status WaitIdleImpl(Timeout timeout) override;
+  HAL_DEVICE_IMPL_OVERRIDES
 
  private:
   SimDevice(DeviceInfo info, Ref<SimAllocator> allocator,

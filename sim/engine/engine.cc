@@ -430,6 +430,20 @@ Error Engine::WaitSignal(const Wait& wait, bool as_host_function) {
   return wait.signal->status_;
 }
 
+Error Engine::WaitSignalUnless(const Wait& wait, bool as_host_function,
+                               const std::function<bool()>& give_up,
+                               bool* gave_up) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool reached = false;
+  BlockLocked(lock, [&] {
+    reached = Holds(wait, wait.signal->value_) &&
+              !(as_host_function && host_functions_paused_);
+    return reached || give_up();
+  });
+  *gave_up = !reached;
+  return wait.signal->status_;
+}
+
 uint64_t Engine::OldestPendingOpLocked() const {
   uint64_t oldest = ops_enqueued_ + 1;
   for (const Queue* queue : queues_) {
@@ -536,6 +550,7 @@ void Engine::TraceLocked(const char* text) {
 
 bool Engine::ReadyLocked(const Op& op) const {
   if (op.host_function && host_functions_paused_) return false;
+  if (op.retire_if_failed && op.retire_if_failed->failed()) return true;
   if (op.wait_any && !op.waits.empty()) {
     for (const Wait& w : op.waits) {
       if (Holds(w, w.signal->value_)) return true;

@@ -153,6 +153,10 @@ struct Op {
   // Further ranges for the race checker, each checked as `write` / `read`
   // are (a dispatch's bindings).
   std::vector<Range> more_writes, more_reads;
+  // Once this domain has failed (a lost device), the op waits for nothing:
+  // it retires in order, its work skipped (work checks its domain), its
+  // signals updated, as a lost device's queued work ends.
+  const Domain* retire_if_failed = nullptr;
   uint64_t seq = 0;  // enqueue order over all queues (Enqueue)
 };
 
@@ -292,6 +296,12 @@ class Engine {
                    bool as_host_function = false);
   // As above, for a wait with a mask or a signed comparison.
   Error WaitSignal(const Wait& wait, bool as_host_function = false);
+  // As above, but also returns (with `*gave_up` true and the signal's
+  // status) once `give_up` holds, which is evaluated under the engine's lock
+  // after every step: a skin's wait that a lost device will never satisfy
+  // reports the loss instead of blocking forever.
+  Error WaitSignalUnless(const Wait& wait, bool as_host_function,
+                         const std::function<bool()>& give_up, bool* gave_up);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
 

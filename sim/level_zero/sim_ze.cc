@@ -115,6 +115,14 @@ Engine& E() { return L().engine(); }
 bool Initialized() { return State().initialized.load(); }
 Driver* TheDriver() { return &State().driver; }
 
+bool AnyDeviceLost() {
+  const Driver* d = TheDriver();
+  for (uint32_t i = 0; i < d->device_count; ++i) {
+    if (d->devices[i].domain.failed()) return true;
+  }
+  return false;
+}
+
 Device* AsDevice(ze_device_handle_t h) {
   Driver* d = TheDriver();
   auto* dev = reinterpret_cast<Device*>(h);

@@ -6,6 +6,7 @@
 // ZE_COMMAND_LIST_FLAG_RELAXED_ORDERING (accepted and ignored here).
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "sim/level_zero/sim_ze_internal.h"
@@ -29,17 +30,27 @@ CommandQueue* AsQueue(ze_command_queue_handle_t h) {
 // With `as_host_function`, an endless wait is also held while host
 // functions are paused (halsim_pause_host_functions): Level Zero has none,
 // and a driver emulates them with a host thread in such a wait on an event.
+// False as well once `give_up` holds (the caller reports a lost device): a
+// lost device refuses every later submission, so a wait for what only such
+// a submission would have signalled must not outlast it.
 bool WaitSet(const engine::SignalPtr& signal, uint64_t timeout_ns,
+             const std::function<bool()>& give_up,
              bool as_host_function = false) {
   if (timeout_ns == UINT64_MAX) {
     HALSIM_ZE_ENTER();
-    E().WaitSignal(signal, engine::Cond::kGe, 1, as_host_function);
-    return true;
+    engine::Wait wait;
+    wait.signal = signal;
+    wait.cond = engine::Cond::kGe;
+    wait.value = 1;
+    bool gave_up = false;
+    E().WaitSignalUnless(wait, as_host_function, give_up, &gave_up);
+    return !gave_up;
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
   for (;;) {
     if (E().SignalValue(signal) >= 1) return true;
+    if (give_up()) return false;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -74,7 +85,12 @@ ze_result_t SimCommandQueueDestroy(ze_command_queue_handle_t h) {
   HALSIM_ZE_NEED_INIT();
   CommandQueue* q = AsQueue(h);
   if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-  // The spec: the device must not be using the queue any more.
+  // The spec: the device must not be using the queue any more. A lost
+  // device's queued work retires without running: let it, as a real
+  // driver drops it.
+  if (q->pending.load() > 0 && q->device->domain.failed()) {
+    E().Synchronize(q->queue);
+  }
   if (q->pending.load() > 0) {
     return Violation(
         ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE, "zeCommandQueueDestroy",
@@ -125,7 +141,7 @@ ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
       Command run = c;
       run.holds.push_back(list);
       run.holds.push_back(q);
-      ze_result_t r = EnqueueCommand(q->queue, run);
+      ze_result_t r = EnqueueCommand(q->queue, q->device, run);
       if (r != ZE_RESULT_SUCCESS) return r;
     }
   }
@@ -136,7 +152,7 @@ ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
     done.op.zero_time = true;
     done.op.signals.push_back({fence->signal, engine::SignalOp::kSet, 1});
     done.holds.push_back(q);
-    return EnqueueCommand(q->queue, done);
+    return EnqueueCommand(q->queue, q->device, done);
   }
   return ZE_RESULT_SUCCESS;
 }
@@ -161,7 +177,10 @@ ze_result_t SimCommandQueueSynchronize(ze_command_queue_handle_t h,
     ze_result_t r = ToZeResult(E().Enqueue(q->queue, std::move(op)));
     if (r != ZE_RESULT_SUCCESS) return r;
   }
-  if (!WaitSet(marker, timeout)) return ZE_RESULT_NOT_READY;
+  // The marker completes even on a lost device (its work is skipped).
+  if (!WaitSet(marker, timeout, [] { return false; })) {
+    return ZE_RESULT_NOT_READY;
+  }
   return ToZeResult(q->device->domain.error());
 }
 
@@ -215,6 +234,11 @@ ze_result_t SimCommandListDestroy(ze_command_list_handle_t h) {
   HALSIM_ZE_NEED_INIT();
   CommandList* list = AsList(h);
   if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  // As for queues: a lost device's queued work retires first.
+  if (list->pending.load() > 0 && list->queue &&
+      list->device->domain.failed()) {
+    E().Synchronize(list->queue);
+  }
   if (list->pending.load() > 0) {
     return Violation(
         ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE, "zeCommandListDestroy",
@@ -567,9 +591,21 @@ ze_result_t SimEventHostSynchronize(ze_event_handle_t h, uint64_t timeout) {
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   }
   engine::SignalPtr signal = e->signal;
-  return WaitSet(signal, timeout, /*as_host_function=*/true)
-             ? ZE_RESULT_SUCCESS
-             : ZE_RESULT_NOT_READY;
+  // Once a device is lost, no submission is accepted: an event that no
+  // pending command will signal never will be, and the wait reports the
+  // loss (as a real driver does) instead of waiting forever. Commands
+  // already pending still complete (their work is skipped).
+  auto never = [e] { return e->pending.load() == 0 && AnyDeviceLost(); };
+  // (`never` first: with no command pending, only the host can still
+  // signal the event.)
+  if (never() && E().SignalValue(signal) < 1) {
+    return ZE_RESULT_ERROR_DEVICE_LOST;
+  }
+  if (WaitSet(signal, timeout, never, /*as_host_function=*/true) ||
+      E().SignalValue(signal) >= 1) {
+    return ZE_RESULT_SUCCESS;
+  }
+  return never() ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
 }
 
 // ---------------------------------------------------------------------------
@@ -607,7 +643,14 @@ ze_result_t SimFenceHostSynchronize(ze_fence_handle_t h, uint64_t timeout) {
     HALSIM_ZE_NEED_INIT();
     if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   }
-  if (!WaitSet(f->signal, timeout)) return ZE_RESULT_NOT_READY;
+  if (E().SignalValue(f->signal) < 1 && f->queue->device->domain.failed()) {
+    return ToZeResult(f->queue->device->domain.error());  // as for events
+  }
+  Device* dev = f->queue->device;
+  if (!WaitSet(f->signal, timeout, [dev] { return dev->domain.failed(); }) &&
+      !dev->domain.failed()) {
+    return ZE_RESULT_NOT_READY;
+  }
   return ToZeResult(f->queue->device->domain.error());
 }
 
@@ -632,8 +675,13 @@ ze_result_t SimFenceReset(ze_fence_handle_t h) {
 
 namespace hal::sim::ze {
 
-ze_result_t EnqueueCommand(engine::Queue* queue, const Command& command) {
+ze_result_t EnqueueCommand(engine::Queue* queue, Device* device,
+                           const Command& command) {
   engine::Op op = command.op;
+  // A lost device's queued work retires (a real one is aborted): nothing
+  // of it waits forever for an event that a refused submission would have
+  // signalled, so everything it holds is released.
+  op.retire_if_failed = &device->domain;
   std::vector<Tracked*> holds = command.holds;
   for (Tracked* t : holds) ++t->pending;
   engine::Work inner = std::move(op.run);
@@ -688,7 +736,7 @@ ze_result_t Append(CommandList* list, const char* call, Command command,
       return ToZeResult(list->device->domain.error());
     }
     command.holds.push_back(list);
-    return EnqueueCommand(list->queue, command);
+    return EnqueueCommand(list->queue, list->device, command);
   }
   list->commands.push_back(std::move(command));
   return ZE_RESULT_SUCCESS;

@@ -81,6 +81,8 @@ struct Driver {
 
 bool Initialized();
 Driver* TheDriver();
+// Whether a failed op or kernel lost any of the driver's devices.
+bool AnyDeviceLost();
 // Null for a handle that is not one of the driver's devices.
 Device* AsDevice(ze_device_handle_t h);
 
@@ -182,9 +184,11 @@ ze_result_t Append(CommandList* list, const char* call, Command command,
                    ze_event_handle_t signal, uint32_t num_waits,
                    ze_event_handle_t* waits);
 
-// Enqueues `command` on `queue`, wrapping its work so that the objects it
-// holds are released when it completes.
-ze_result_t EnqueueCommand(engine::Queue* queue, const Command& command);
+// Enqueues `command` on `queue` of `device`, wrapping its work so that the
+// objects it holds are released when it completes; once the device is
+// lost, it retires without waiting (engine::Op::retire_if_failed).
+ze_result_t EnqueueCommand(engine::Queue* queue, Device* device,
+                           const Command& command);
 
 // The DDI tables this library fills (sim_ze_*.cc).
 void FillDriverTable(ze_driver_dditable_t* t);

@@ -92,6 +92,11 @@ struct GpuDriverBackend {
   // Tests of this suite that do not apply to the driver, by name, with the
   // reason: they skip and say why.
   std::map<std::string, std::string> unsupported;
+  // Tests that leave the simulated library unusable for the rest of the
+  // process (a lost device, a sticky error), by name, with the reason: they
+  // skip (and say so) unless HAL_GPU_SUITE_OWN_PROCESS is set, which the
+  // driver's CTest entry for that test alone sets.
+  std::map<std::string, std::string> own_process;
 };
 
 // The fixture: the backend's simulator controls in `controls_`, no faults

@@ -88,9 +88,9 @@ const gpu::testing::GpuDriverBackend* HipBackend() {
     b->unsupported["IndirectDispatchMakesNoHostRoundTrip"] =
         "HIP has no indirect launch: the GPU layer reads the count on the "
         "host";
-    b->unsupported["OperationFaultFailsTheSignal"] =
+    b->own_process["OperationFaultFailsTheSignal"] =
         "a failed operation is a sticky error for the whole process (later "
-        "devices fail to create): it needs a process of its own";
+        "devices fail to create): unit.hip-sim.op_fault";
     return b;
   }();
   return backend;

@@ -144,10 +144,9 @@ const gpu::testing::GpuDriverBackend* ZeBackend() {
     b->test_kernels = std::string(HAL_LEVEL_ZERO_TEST_KERNELS_DIR) +
                       "/test_kernels.level-zero-spirv";
     b->indirect_kernels_run = 1;
-    b->unsupported["OperationFaultFailsTheSignal"] =
+    b->own_process["OperationFaultFailsTheSignal"] =
         "a failed operation loses the simulated device for the rest of the "
-        "process (its pending events then break Level Zero rules): it needs "
-        "a process of its own";
+        "process: unit.level_zero.op_fault";
     return b;
   }();
   return backend;
