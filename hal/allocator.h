@@ -19,6 +19,9 @@ struct BufferParams {
   MemoryType type = MemoryType::kDeviceLocal;
   BufferUsage usage = BufferUsage::kDefault;
   MemoryAccess access = MemoryAccess::kAll;
+  // The queues that may use the buffer: operations on other queues only
+  // are INVALID_ARGUMENT at submission, and a driver may place the memory
+  // where these queues reach it (the AMDGPU agent group does).
   QueueAffinity queue_affinity = kQueueAffinityAny;
   // 0 means the allocator's default; otherwise a power of two up to
   // kMaxAlignment.

@@ -84,6 +84,10 @@ class Buffer : public RefCounted {
   MemoryType memory_type() const { return memory_type_; }
   BufferUsage allowed_usage() const { return allowed_usage_; }
   MemoryAccess allowed_access() const { return allowed_access_; }
+  // The queues that may use this buffer (BufferParams::queue_affinity; a
+  // subspan has its allocation's). A queue operation runs on a queue that
+  // both its own affinity and every buffer it uses allow; when there is
+  // none, the operation is INVALID_ARGUMENT at submission (hal/device.h).
   QueueAffinity queue_affinity() const { return queue_affinity_; }
   DeviceSize byte_length() const { return byte_length_; }
   // Offset of this buffer within its allocated buffer.

@@ -685,6 +685,45 @@ Status CommandBuffer::ValidateSubmission(BindingTable table) {
   return OkStatus();
 }
 
+Status CommandBuffer::NarrowAffinity(BindingTable table,
+                                     QueueAffinity* affinity) const {
+  auto narrow = [&](const BufferRef& ref, const char* what) -> Status {
+    // Slots out of the table are ValidateSubmission's to report.
+    if (ref.is_slot() && ref.slot >= table.size()) return OkStatus();
+    const Buffer* buffer = ref.is_slot() ? table[ref.slot].buffer : ref.buffer;
+    if (!buffer) return OkStatus();
+    const QueueAffinity both = *affinity & buffer->queue_affinity();
+    if (both == 0) {
+      return InvalidArgumentError(
+          "queue_execute: %s uses a buffer whose queue affinity 0x%llx allows "
+          "none of the submission's queues 0x%llx",
+          what, (unsigned long long)buffer->queue_affinity(),
+          (unsigned long long)*affinity);
+    }
+    *affinity = both;
+    return OkStatus();
+  };
+  for (const Command& c : commands()) {
+    if (auto* f = std::get_if<cmd::Fill>(&c)) {
+      HAL_RETURN_IF_ERROR(narrow(f->target, "FillBuffer"));
+    } else if (auto* u = std::get_if<cmd::Update>(&c)) {
+      HAL_RETURN_IF_ERROR(narrow(u->target, "UpdateBuffer"));
+    } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
+      HAL_RETURN_IF_ERROR(narrow(cp->source, "CopyBuffer source"));
+      HAL_RETURN_IF_ERROR(narrow(cp->target, "CopyBuffer target"));
+    } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
+      for (const BufferRef& b : d->bindings) {
+        HAL_RETURN_IF_ERROR(narrow(b, "Dispatch binding"));
+      }
+      if (d->indirect && d->indirect_workgroup_count) {
+        HAL_RETURN_IF_ERROR(
+            narrow(*d->indirect_workgroup_count, "Dispatch workgroup count"));
+      }
+    }
+  }
+  return OkStatus();
+}
+
 ResolvedRef CommandBuffer::ResolveRef(const BufferRef& ref,
                                       BindingTable table) {
   Buffer* buffer;

@@ -296,6 +296,12 @@ class CommandBuffer : public RefCounted {
   // submitted), the table size and every slot reference's range and usage.
   // On success a one-shot command buffer is marked submitted.
   Status ValidateSubmission(BindingTable table);
+  // Narrows `*affinity` to the queues every buffer the commands use allows
+  // (Buffer::queue_affinity; slots resolved through `table`; slots out of
+  // it are left to ValidateSubmission, which is called after this so that a
+  // refused submission leaves a one-shot command buffer submittable);
+  // INVALID_ARGUMENT, naming the command, when no queue is left.
+  Status NarrowAffinity(BindingTable table, QueueAffinity* affinity) const;
 
   // Resolves a recorded reference (validated by ValidateSubmission against
   // `table`), without checks: for use at submission, e.g. to plan hazards.

@@ -17,6 +17,11 @@
 // the semaphore with INVALID_ARGUMENT: someone waiting for that signal would
 // otherwise see a payload that never belonged to it.
 //
+// Queues: an operation runs on one queue that its affinity (masked to the
+// device's queues), a command buffer's affinity and the queue_affinity of
+// every buffer it uses all allow (the lowest such queue); when no queue is
+// left the operation is INVALID_ARGUMENT at submission and changes nothing.
+//
 // The public methods validate their arguments (INVALID_ARGUMENT, OUT_OF_RANGE,
 // FAILED_PRECONDITION) and then call the driver's ...Impl. An error returned
 // from a queue method means nothing was enqueued and no semaphore changed.
@@ -120,7 +125,11 @@ class Device : public RefCounted {
                     SemaphoreList signal, Buffer* source,
                     DeviceSize source_offset, File* target,
                     uint64_t target_offset, DeviceSize length);
-  // `command_buffer` may be null (then this is a barrier).
+  // `command_buffer` may be null (then this is a barrier). The queue is one
+  // that the affinity, the command buffer's and every buffer it uses
+  // (directly or through `bindings`) allow; INVALID_ARGUMENT when none (the
+  // rule of every queue operation that takes buffers: Buffer::
+  // queue_affinity).
   Status QueueExecute(QueueAffinity affinity, SemaphoreList wait,
                       SemaphoreList signal, CommandBuffer* command_buffer,
                       BindingTable bindings = {});

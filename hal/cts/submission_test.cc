@@ -653,5 +653,69 @@ TEST_F(Submission, SignalOvertakenBeforeCompletionFailsSemaphore) {
   CTS_EXPECT_CODE(kInvalidArgument, s->Query());
 }
 
+// A buffer's queue_affinity limits the queues that may use it: an
+// operation runs on a queue both its own affinity and every buffer it uses
+// allow, and one with no such queue is INVALID_ARGUMENT at submission,
+// changing nothing (issue 25 item 3: the AMDGPU agent group lost the device
+// for a buffer used outside its affinity; other drivers ran it).
+TEST_F(Submission, BufferQueueAffinityLimitsTheQueues) {
+  CTS_REQUIRE_QUEUES(2);
+  BufferParams params = HostParams();
+  params.queue_affinity = QueueAffinity{1} << 1;  // queue 1 only
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<HalBuffer> only1,
+                           allocator()->AllocateBuffer(params, 16));
+  const uint8_t zero = 0;
+  CTS_ASSERT_OK(only1->MapFill(0, 16, &zero, 1));
+  auto other = NewHostBuffer(16, 0x00);
+  ASSERT_TRUE(other);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  const uint8_t pattern = 0x5A;
+  // Queue 0 only: none of its queues may use the buffer.
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueFill(1, {}, Points{{s.get(), 1}}, only1.get(),
+                                      0, 16, &pattern, 1));
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueCopy(1, {}, Points{{s.get(), 1}}, only1.get(),
+                                      0, other.get(), 0, 16));
+  EXPECT_EQ(Payload(s.get()), 0u);
+  // A command buffer using it (directly and through a slot), submitted to
+  // queue 0: refused, and a one-shot one stays submittable.
+  CTS_ASSERT_OK_AND_ASSIGN(
+      Ref<CommandBuffer> direct,
+      device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                    CommandCategory::kTransfer,
+                                    kQueueAffinityAny, 0));
+  CTS_ASSERT_OK(direct->Begin());
+  CTS_ASSERT_OK(
+      direct->FillBuffer(BufferRef::Direct(only1.get()), &pattern, 1));
+  CTS_ASSERT_OK(direct->End());
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      device()->QueueExecute(1, {}, Points{{s.get(), 1}}, direct.get()));
+  CTS_ASSERT_OK_AND_ASSIGN(
+      Ref<CommandBuffer> slotted,
+      device()->CreateCommandBuffer(CommandBufferMode::kReusable,
+                                    CommandCategory::kTransfer,
+                                    kQueueAffinityAny, 1));
+  CTS_ASSERT_OK(slotted->Begin());
+  CTS_ASSERT_OK(slotted->FillBuffer(BufferRef::Slot(0), &pattern, 1));
+  CTS_ASSERT_OK(slotted->End());
+  const Binding binding{only1.get(), 0, kWholeBuffer};
+  CTS_EXPECT_CODE(kInvalidArgument,
+                  device()->QueueExecute(1, {}, Points{{s.get(), 1}},
+                                         slotted.get(), {&binding, 1}));
+  EXPECT_EQ(Payload(s.get()), 0u);
+  // Any queue: the operation runs on queue 1, the one the buffer allows.
+  CTS_ASSERT_OK(device()->QueueExecute(kQueueAffinityAny, {},
+                                       Points{{s.get(), 1}}, direct.get()));
+  CTS_ASSERT_OK(WaitFor(s.get(), 1));
+  EXPECT_EQ(Diff(ReadBack(only1.get()), Bytes(16, 0x5A)), "");
+  CTS_ASSERT_OK(device()->QueueCopy(kQueueAffinityAny, {}, Points{{s.get(), 2}},
+                                    only1.get(), 0, other.get(), 0, 16));
+  CTS_ASSERT_OK(WaitFor(s.get(), 2));
+  EXPECT_EQ(Diff(ReadBack(other.get()), Bytes(16, 0x5A)), "");
+}
+
 }  // namespace
 }  // namespace hal::cts
