@@ -628,18 +628,21 @@ TEST_F(AmdgpuSimGroup, BufferIsGrantedOnlyToItsAffinitysAgents) {
                   .ok());
   Status on_its_agent = (*s)->Wait(1, Timeout::After(std::chrono::seconds(20)));
   EXPECT_TRUE(on_its_agent.ok()) << on_its_agent.ToString();
+  // On queue 0 (agent 0), which the buffer's affinity does not allow: the
+  // HAL refuses it at submission (it used to reach the device and lose it
+  // with HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION), and nothing changes.
   SemaphorePoint s2{s->get(), 2};
+  Status refused = (*device)->QueueFill(uint64_t{1} << 0, {}, {&s2, 1},
+                                        buffer->get(), 0, 4096, &pattern, 4);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.ToString();
+  EXPECT_EQ((*s)->Query().value(), 1u);
+  // Any queue: the fill runs on queue 1, the buffer's agent.
   ASSERT_TRUE((*device)
-                  ->QueueFill(uint64_t{1} << 0, {}, {&s2, 1}, buffer->get(), 0,
+                  ->QueueFill(kQueueAffinityAny, {}, {&s2, 1}, buffer->get(), 0,
                               4096, &pattern, 4)
                   .ok());
-  Status on_other_agent =
-      (*s)->Wait(2, Timeout::After(std::chrono::seconds(20)));
-  EXPECT_EQ(on_other_agent.code(), StatusCode::kDataLoss)
-      << on_other_agent.ToString();
-  EXPECT_NE(on_other_agent.message().find("MEMORY_APERTURE_VIOLATION"),
-            std::string::npos)
-      << on_other_agent.ToString();
+  Status on_any = (*s)->Wait(2, Timeout::After(std::chrono::seconds(20)));
+  EXPECT_TRUE(on_any.ok()) << on_any.ToString();
 }
 
 TEST(AmdgpuSimVisible, RocrVisibleDevicesKeepsTheNamedAgents) {
