@@ -400,4 +400,19 @@ DeviceSize BufferView::element_count() const {
   return n;
 }
 
+Status NarrowQueueAffinity(const Buffer* buffer, const char* what,
+                           QueueAffinity* affinity) {
+  if (!buffer) return OkStatus();
+  const QueueAffinity both = *affinity & buffer->queue_affinity();
+  if (both == 0) {
+    return InvalidArgumentError(
+        "%s: the buffer's queue affinity 0x%llx allows none of the "
+        "operation's queues 0x%llx",
+        what, (unsigned long long)buffer->queue_affinity(),
+        (unsigned long long)*affinity);
+  }
+  *affinity = both;
+  return OkStatus();
+}
+
 }  // namespace hal

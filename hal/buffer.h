@@ -260,4 +260,11 @@ class BufferView : public RefCounted {
   ElementType element_type_;
 };
 
+// Narrows `*affinity` to the queues `buffer` may be used on (its
+// queue_affinity): the rule of every queue operation (hal/device.h).
+// INVALID_ARGUMENT, starting with `what`, when no queue is left; a null
+// buffer changes nothing (its caller reports it).
+Status NarrowQueueAffinity(const Buffer* buffer, const char* what,
+                           QueueAffinity* affinity);
+
 }  // namespace hal

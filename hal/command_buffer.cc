@@ -303,7 +303,8 @@ Status CommandBuffer::FillBuffer(const BufferRef& target, const void* pattern,
 Status CommandBuffer::FillBufferSlow(const BufferRef& target,
                                      const void* pattern,
                                      size_t pattern_length) {
-  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer, "FillBuffer"));
+  HAL_RETURN_IF_ERROR(
+      CheckRecording(CommandCategory::kTransfer, "queue_execute: FillBuffer"));
   if (!pattern) return InvalidArgumentError("FillBuffer: pattern is null");
   if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
     return InvalidArgumentError(
@@ -334,8 +335,8 @@ Status CommandBuffer::FillBufferSlow(const BufferRef& target,
 
 Status CommandBuffer::UpdateBuffer(const void* source,
                                    const BufferRef& target) {
-  HAL_RETURN_IF_ERROR(
-      CheckRecording(CommandCategory::kTransfer, "UpdateBuffer"));
+  HAL_RETURN_IF_ERROR(CheckRecording(CommandCategory::kTransfer,
+                                     "queue_execute: UpdateBuffer"));
   if (target.length == kWholeBuffer) {
     return InvalidArgumentError(
         "UpdateBuffer: the target length must be explicit");
@@ -409,9 +410,9 @@ Status CommandBuffer::CopyBufferSlow(const BufferRef& source,
   }
   BufferRef src = source, dst = target;
   HAL_RETURN_IF_ERROR(ValidateRef(src, BufferUsage::kTransferSource, length,
-                                  "CopyBuffer source"));
+                                  "queue_execute: CopyBuffer source"));
   HAL_RETURN_IF_ERROR(ValidateRef(dst, BufferUsage::kTransferTarget, length,
-                                  "CopyBuffer target"));
+                                  "queue_execute: CopyBuffer target"));
   if (!src.is_slot() && !dst.is_slot() &&
       src.buffer->allocated_buffer() == dst.buffer->allocated_buffer()) {
     DeviceSize s = src.buffer->byte_offset() + src.offset;
@@ -690,34 +691,26 @@ Status CommandBuffer::NarrowAffinity(BindingTable table,
   auto narrow = [&](const BufferRef& ref, const char* what) -> Status {
     // Slots out of the table are ValidateSubmission's to report.
     if (ref.is_slot() && ref.slot >= table.size()) return OkStatus();
-    const Buffer* buffer = ref.is_slot() ? table[ref.slot].buffer : ref.buffer;
-    if (!buffer) return OkStatus();
-    const QueueAffinity both = *affinity & buffer->queue_affinity();
-    if (both == 0) {
-      return InvalidArgumentError(
-          "queue_execute: %s uses a buffer whose queue affinity 0x%llx allows "
-          "none of the submission's queues 0x%llx",
-          what, (unsigned long long)buffer->queue_affinity(),
-          (unsigned long long)*affinity);
-    }
-    *affinity = both;
-    return OkStatus();
+    return NarrowQueueAffinity(
+        ref.is_slot() ? table[ref.slot].buffer : ref.buffer, what, affinity);
   };
   for (const Command& c : commands()) {
     if (auto* f = std::get_if<cmd::Fill>(&c)) {
-      HAL_RETURN_IF_ERROR(narrow(f->target, "FillBuffer"));
+      HAL_RETURN_IF_ERROR(narrow(f->target, "queue_execute: FillBuffer"));
     } else if (auto* u = std::get_if<cmd::Update>(&c)) {
-      HAL_RETURN_IF_ERROR(narrow(u->target, "UpdateBuffer"));
+      HAL_RETURN_IF_ERROR(narrow(u->target, "queue_execute: UpdateBuffer"));
     } else if (auto* cp = std::get_if<cmd::Copy>(&c)) {
-      HAL_RETURN_IF_ERROR(narrow(cp->source, "CopyBuffer source"));
-      HAL_RETURN_IF_ERROR(narrow(cp->target, "CopyBuffer target"));
+      HAL_RETURN_IF_ERROR(
+          narrow(cp->source, "queue_execute: CopyBuffer source"));
+      HAL_RETURN_IF_ERROR(
+          narrow(cp->target, "queue_execute: CopyBuffer target"));
     } else if (auto* d = std::get_if<cmd::Dispatch>(&c)) {
       for (const BufferRef& b : d->bindings) {
-        HAL_RETURN_IF_ERROR(narrow(b, "Dispatch binding"));
+        HAL_RETURN_IF_ERROR(narrow(b, "queue_execute: Dispatch binding"));
       }
       if (d->indirect && d->indirect_workgroup_count) {
-        HAL_RETURN_IF_ERROR(
-            narrow(*d->indirect_workgroup_count, "Dispatch workgroup count"));
+        HAL_RETURN_IF_ERROR(narrow(*d->indirect_workgroup_count,
+                                   "queue_execute: Dispatch workgroup count"));
       }
     }
   }

@@ -177,23 +177,6 @@ Status ValidateFill(Buffer* target, DeviceSize offset, DeviceSize length,
   return OkStatus();
 }
 
-// Narrows `*q` to the queues `buffer` may be used on: the operation runs on
-// a queue both allow (Buffer::queue_affinity); INVALID_ARGUMENT when none.
-Status NarrowToBuffer(const Buffer* buffer, const char* what,
-                      QueueAffinity* q) {
-  if (!buffer) return OkStatus();  // a null buffer is reported elsewhere
-  const QueueAffinity both = *q & buffer->queue_affinity();
-  if (both == 0) {
-    return InvalidArgumentError(
-        "%s: the buffer's queue affinity 0x%llx allows none of the "
-        "operation's queues 0x%llx",
-        what, (unsigned long long)buffer->queue_affinity(),
-        (unsigned long long)*q);
-  }
-  *q = both;
-  return OkStatus();
-}
-
 Status ValidateExplicit(DeviceSize length, const char* what) {
   if (length == kWholeBuffer) {
     return InvalidArgumentError("%s: length must be explicit", what);
@@ -211,7 +194,7 @@ Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
   DeviceSize resolved;
   HAL_RETURN_IF_ERROR(
       ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(target, "queue_fill", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_fill", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
                        pattern_length);
@@ -230,7 +213,7 @@ Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
   DeviceSize resolved;
   HAL_RETURN_IF_ERROR(target->ValidateAccess(
       BufferUsage::kTransferTarget, offset, length, &resolved, "queue_update"));
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(target, "queue_update", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_update", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueUpdateImpl(q, wait, signal, source, target, offset, length);
 }
@@ -259,8 +242,8 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
           "queue_copy: source and target ranges overlap");
     }
   }
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(source, "queue_copy source", &q));
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(target, "queue_copy target", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_copy source", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_copy target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueCopyImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
@@ -289,7 +272,7 @@ Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
         (unsigned long long)source_offset, (unsigned long long)length,
         (unsigned long long)file_length);
   }
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(target, "queue_read target", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_read target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueReadImpl(q, wait, signal, source, source_offset, target,
                        target_offset, length);
@@ -321,7 +304,7 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
           (unsigned long long)file_length);
     }
   }
-  HAL_RETURN_IF_ERROR(NarrowToBuffer(source, "queue_write source", &q));
+  HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_write source", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueWriteImpl(q, wait, signal, source, source_offset, target,
                         target_offset, length);
@@ -368,11 +351,13 @@ Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
         "queue_dispatch: the indirect workgroup count is a binding-table slot");
   }
   for (const BufferRef& b : params.bindings) {
-    HAL_RETURN_IF_ERROR(NarrowToBuffer(b.buffer, "queue_dispatch binding", &q));
+    HAL_RETURN_IF_ERROR(
+        NarrowQueueAffinity(b.buffer, "queue_dispatch binding", &q));
   }
   if (params.indirect_workgroup_count) {
-    HAL_RETURN_IF_ERROR(NarrowToBuffer(params.indirect_workgroup_count->buffer,
-                                       "queue_dispatch workgroup count", &q));
+    HAL_RETURN_IF_ERROR(
+        NarrowQueueAffinity(params.indirect_workgroup_count->buffer,
+                            "queue_dispatch workgroup count", &q));
   }
   if (FailedAtSubmission(wait, signal)) return OkStatus();
   return QueueDispatchImpl(q, wait, signal, params);
