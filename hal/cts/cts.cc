@@ -85,6 +85,9 @@ void CtsTest::SetUp() {
   }
   // Not a skip, even for UNAVAILABLE: a suite that skips every test on a
   // missing library passes without testing anything.
+  if (ctx.backend->oracle_counters) {
+    oracles_before_ = ctx.backend->oracle_counters();
+  }
   std::string uri = TestDeviceUri(name);
   auto device = DefaultDriverRegistry().CreateDevice(uri);
   ASSERT_TRUE(device.ok()) << "cannot create device " << uri << ": "
@@ -107,6 +110,19 @@ void CtsTest::TearDown() {
   // Destroying the device finishes ready work and cancels operations whose
   // waits can no longer be met, so nothing runs into the next test.
   device_.reset();
+  // After the device is gone: its release path is checked too.
+  if (ctx.backend && ctx.backend->oracle_counters) {
+    auto after = ctx.backend->oracle_counters();
+    for (size_t i = 0; i < after.size() && i < oracles_before_.size(); ++i) {
+      if (after[i].second != oracles_before_[i].second) {
+        ADD_FAILURE() << "the simulator reported "
+                      << after[i].second - oracles_before_[i].second << " new "
+                      << after[i].first
+                      << " during this test (its lines on stderr say what "
+                         "and replay with the seed they print)";
+      }
+    }
+  }
 }
 
 bool CtsTest::HasTag(const std::string& tag) const {

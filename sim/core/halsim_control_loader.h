@@ -15,6 +15,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace hal::sim {
 
@@ -24,9 +26,48 @@ struct HalsimControl {
   uint64_t (*seed)(void) = nullptr;
   uint64_t (*trace_hash)(void) = nullptr;
   uint64_t (*races)(void) = nullptr;
+  uint64_t (*rule_violations)(void) = nullptr;
+  uint64_t (*api_violations)(void) = nullptr;
+  uint64_t (*unsignalled_waits)(void) = nullptr;
   // Whether the driver runs over a simulated vendor library.
   explicit operator bool() const { return reset_schedule != nullptr; }
 };
+
+// The entry points of the simulated library loaded as `handle` (null ones
+// for a library that is not a simulator).
+inline void LoadHalsimControl(void* handle, HalsimControl* c) {
+  auto counter = [handle](const char* name) {
+    return reinterpret_cast<uint64_t (*)()>(dlsym(handle, name));
+  };
+  c->reset_schedule = reinterpret_cast<int (*)(uint64_t)>(
+      dlsym(handle, "halsim_reset_schedule"));
+  c->set_faults = reinterpret_cast<int (*)(const char*)>(
+      dlsym(handle, "halsim_set_faults"));
+  c->seed = counter("halsim_seed");
+  c->trace_hash = counter("halsim_trace_hash");
+  c->races = counter("halsim_races");
+  c->rule_violations = counter("halsim_rule_violations");
+  c->api_violations = counter("halsim_api_violations");
+  c->unsignalled_waits = counter("halsim_unsignalled_waits");
+}
+
+// The simulator's own checks, as counters that only grow: races, broken
+// vendor rules (object reuse, lifetime, ...), API calls from host
+// callbacks, waits on never-recorded events. Any growth during a test is a
+// failure of that test (the CTS checks it; Backend::oracle_counters). Empty
+// for a library that is not a simulator.
+inline std::vector<std::pair<std::string, uint64_t>> HalsimOracleCounters(
+    const HalsimControl& c) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  auto add = [&out](const char* name, uint64_t (*counter)()) {
+    if (counter) out.emplace_back(name, counter());
+  };
+  add("races", c.races);
+  add("rule_violations", c.rule_violations);
+  add("api_violations", c.api_violations);
+  add("unsignalled_waits", c.unsignalled_waits);
+  return out;
+}
 
 // The controls for `driver` (a device URI's driver name), or empty ones when
 // its library is not a simulator (or not named in the environment).
@@ -48,16 +89,8 @@ inline const HalsimControl& FindHalsimControl(std::string_view driver) {
   if (!library || !*library) return it->second;
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);  // never closed
   if (!handle) return it->second;
-  HalsimControl& c = it->second;
-  c.reset_schedule = reinterpret_cast<int (*)(uint64_t)>(
-      dlsym(handle, "halsim_reset_schedule"));
-  c.set_faults = reinterpret_cast<int (*)(const char*)>(
-      dlsym(handle, "halsim_set_faults"));
-  c.seed = reinterpret_cast<uint64_t (*)()>(dlsym(handle, "halsim_seed"));
-  c.trace_hash =
-      reinterpret_cast<uint64_t (*)()>(dlsym(handle, "halsim_trace_hash"));
-  c.races = reinterpret_cast<uint64_t (*)()>(dlsym(handle, "halsim_races"));
-  return c;
+  LoadHalsimControl(handle, &it->second);
+  return it->second;
 }
 
 }  // namespace hal::sim

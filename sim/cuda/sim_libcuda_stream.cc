@@ -31,14 +31,14 @@ HALSIM_EXPORT CUresult cuEventCreate(CUevent* phevent, unsigned int flags) {
 
 HALSIM_EXPORT CUresult cuEventDestroy(CUevent hevent) {
   HALSIM_ENTER_INIT("cuEventDestroy");
-  return Cu(L().Destroy<skin::Event>(hevent));
+  return Cu(skin::DestroyEvent(L(), hevent, "cuEventDestroy"));
 }
 
 HALSIM_EXPORT CUresult cuEventRecord(CUevent hevent, CUstream hstream) {
   HALSIM_ENTER_CONTEXT("cuEventRecord", ctx);
   // The event reports the context's error when it completes.
-  return Cu(
-      skin::RecordEvent(AsEvent(hevent), AsStream(hstream), &ctx->domain));
+  return Cu(skin::RecordEvent(L(), AsEvent(hevent), AsStream(hstream),
+                              &ctx->domain, "cuEventRecord"));
 }
 
 HALSIM_EXPORT CUresult cuEventQuery(CUevent hevent) {

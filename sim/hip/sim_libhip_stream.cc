@@ -39,7 +39,7 @@ HALSIM_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out,
 
 HALSIM_EXPORT hipError_t hipEventDestroy(hipEvent_t hevent) {
   HALSIM_ENTER_INIT("hipEventDestroy");
-  return ToHip(L().Destroy<skin::Event>(hevent));
+  return ToHip(skin::DestroyEvent(L(), hevent, "hipEventDestroy"));
 }
 
 HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
@@ -47,8 +47,9 @@ HALSIM_EXPORT hipError_t hipEventRecord(hipEvent_t hevent,
   HALSIM_ENTER_DEVICE("hipEventRecord", dev);
   skin::Stream* stream = AsStream(hstream);
   // The event reports the device's error when it completes.
-  return ToHip(skin::RecordEvent(AsEvent(hevent), stream,
-                                 stream ? &stream->scope->domain : nullptr));
+  return ToHip(skin::RecordEvent(L(), AsEvent(hevent), stream,
+                                 stream ? &stream->scope->domain : nullptr,
+                                 "hipEventRecord"));
 }
 
 HALSIM_EXPORT hipError_t hipEventQuery(hipEvent_t hevent) {

@@ -23,9 +23,32 @@ Code SynchronizeStream(StreamLibrary& lib, Stream* stream) {
   return FromEngine(stream->scope->domain.error());
 }
 
-Code RecordEvent(Event* event, Stream* stream, const engine::Domain* status) {
+Code RecordEvent(StreamLibrary& lib, Event* event, Stream* stream,
+                 const engine::Domain* status, const char* call) {
   if (!event || !stream) return Code::kInvalidHandle;
+  if (!event->event.Query(nullptr)) {
+    // Legal in the vendor API, never meant by a driver: whoever still
+    // queries or synchronizes on the event for the earlier work now sees
+    // the later record (a pooled event handed out while in use).
+    lib.Violation(call,
+                  "event %p recorded again while its previous record is "
+                  "still pending (reuse of an event in use)",
+                  static_cast<const void*>(event));
+  }
   return FromEngine(event->event.Record(stream->queue, status));
+}
+
+Code DestroyEvent(StreamLibrary& lib, const void* handle, const char* call) {
+  Event* event = lib.Find<Event>(handle);
+  if (event && !event->event.Query(nullptr)) {
+    // Legal in the vendor API (the record completes anyway), never meant by
+    // a driver: nothing can tell the recorded work's completion any more.
+    lib.Violation(call,
+                  "event %p destroyed while its record is still pending "
+                  "(released before the work it marks completed)",
+                  handle);
+  }
+  return lib.Destroy<Event>(handle);
 }
 
 Code QueryEvent(Event* event) {

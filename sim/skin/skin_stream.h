@@ -215,8 +215,15 @@ Stream* NewStream(StreamLibrary& lib, Scope* scope);
 Code DestroyStream(StreamLibrary& lib, const void* stream);
 // The scope's sticky error once the stream's work is done.
 Code SynchronizeStream(StreamLibrary& lib, Stream* stream);
-// Records on `stream`; the event reports `status_from`'s error.
-Code RecordEvent(Event* event, Stream* stream, const engine::Domain* status);
+// Records on `stream`; the event reports `status_from`'s error. Recording an
+// event whose previous record is still pending is reported as a rule
+// violation (vendor-object reuse: CUDA and HIP allow it, no driver of ours
+// means it), then done; `call` names the entry point.
+Code RecordEvent(StreamLibrary& lib, Event* event, Stream* stream,
+                 const engine::Domain* status, const char* call);
+// Destroys the event; destroying one whose record is still pending is
+// reported the same way (then done, as CUDA and HIP allow).
+Code DestroyEvent(StreamLibrary& lib, const void* event, const char* call);
 Code QueryEvent(Event* event);  // kNotReady while the record is pending
 Code SynchronizeEvent(Event* event);
 // A wait on a never-recorded event is a no-op (reported); `call` names it.

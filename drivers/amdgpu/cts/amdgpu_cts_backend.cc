@@ -23,6 +23,9 @@ void RegisterAmdgpuCtsBackend() {
     }
     return control.trace_hash();
   };
+  b.oracle_counters = [] {
+    return sim::HalsimOracleCounters(sim::FindHalsimControl("amdgpu"));
+  };
   RegisterBackend(std::move(b));
 }
 

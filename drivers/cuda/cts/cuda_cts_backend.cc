@@ -1,12 +1,8 @@
 // Opts the CUDA driver into the conformance suite. Without a libcuda (real,
 // or the CUDA API simulator through HAL_CUDA_LIBRARY) device creation is
 // UNAVAILABLE: hal-check says so in one line and exits 3.
-#include <dlfcn.h>
-
-#include <cstdint>
-#include <cstdlib>
-
 #include "hal/cts/cts.h"
+#include "sim/core/halsim_control_loader.h"
 
 namespace hal::cts {
 
@@ -25,16 +21,14 @@ void RegisterCudaCtsBackend() {
   // hal-check's run trace hash. It covers the whole process so far, which is
   // as deterministic as the schedule (docs/drivers/cuda.md).
   b.trace_hash = [](Device*) -> StatusOr<uint64_t> {
-    const char* path = std::getenv("HAL_CUDA_LIBRARY");
-    void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    if (!lib) return UnavailableError("not the CUDA API simulator");
-    auto* hash =
-        reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_trace_hash"));
-    StatusOr<uint64_t> result =
-        hash ? StatusOr<uint64_t>(hash())
-             : UnavailableError("not the CUDA API simulator");
-    dlclose(lib);
-    return result;
+    const sim::HalsimControl& control = sim::FindHalsimControl("cuda");
+    if (!control.trace_hash) {
+      return UnavailableError("not the CUDA API simulator");
+    }
+    return control.trace_hash();
+  };
+  b.oracle_counters = [] {
+    return sim::HalsimOracleCounters(sim::FindHalsimControl("cuda"));
   };
   RegisterBackend(std::move(b));
 }

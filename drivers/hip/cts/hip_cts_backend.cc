@@ -23,6 +23,9 @@ void RegisterHipCtsBackend() {
     }
     return control.trace_hash();
   };
+  b.oracle_counters = [] {
+    return sim::HalsimOracleCounters(sim::FindHalsimControl("hip"));
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -30,6 +30,9 @@ void RegisterLevelZeroCtsBackend() {
     }
     return control.trace_hash();
   };
+  b.oracle_counters = [] {
+    return sim::HalsimOracleCounters(sim::FindHalsimControl("level_zero"));
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -8,22 +8,24 @@
 namespace hal::cts {
 namespace {
 
-using TraceHashFn = uint64_t (*)();
-
-// The simulated framework's halsim_trace_hash: through HAL_METAL_SIM_LIBRARY
-// like the other drivers, else from the library that defines the
+// The simulated framework's controls: through HAL_METAL_SIM_LIBRARY like the
+// other drivers, else from the library that defines the
 // MTLCreateSystemDefaultDevice the driver links (libhalsim_metal.so on
 // Linux; on macOS Apple's framework, which has none).
-TraceHashFn FindTraceHash() {
-  const sim::HalsimControl& control = sim::FindHalsimControl("metal");
-  if (control.trace_hash) return control.trace_hash;
-  Dl_info info;
-  void* create = dlsym(RTLD_DEFAULT, "MTLCreateSystemDefaultDevice");
-  if (!create || !dladdr(create, &info) || !info.dli_fname) return nullptr;
-  // Already loaded (RTLD_NOLOAD); kept open, as FindHalsimControl does.
-  void* handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (!handle) return nullptr;
-  return reinterpret_cast<TraceHashFn>(dlsym(handle, "halsim_trace_hash"));
+const sim::HalsimControl& MetalControl() {
+  static const sim::HalsimControl* control = [] {
+    const sim::HalsimControl& named = sim::FindHalsimControl("metal");
+    if (named.trace_hash) return &named;
+    auto* linked = new sim::HalsimControl();
+    Dl_info info;
+    void* create = dlsym(RTLD_DEFAULT, "MTLCreateSystemDefaultDevice");
+    if (!create || !dladdr(create, &info) || !info.dli_fname) return linked;
+    // Already loaded (RTLD_NOLOAD); kept open, as FindHalsimControl does.
+    void* handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (handle) sim::LoadHalsimControl(handle, linked);
+    return static_cast<const sim::HalsimControl*>(linked);
+  }();
+  return *control;
 }
 
 }  // namespace
@@ -49,11 +51,12 @@ void RegisterMetalCtsBackend() {
   // Through the simulated Metal framework: its trace hash, for hal-check's
   // run trace hash (sim/core/halsim_control.h).
   b.trace_hash = [](Device*) -> StatusOr<uint64_t> {
-    static const TraceHashFn trace_hash = FindTraceHash();
-    if (!trace_hash)
+    const sim::HalsimControl& control = MetalControl();
+    if (!control.trace_hash)
       return UnavailableError("not the simulated Metal framework");
-    return trace_hash();
+    return control.trace_hash();
   };
+  b.oracle_counters = [] { return sim::HalsimOracleCounters(MetalControl()); };
   RegisterBackend(std::move(b));
 }
 

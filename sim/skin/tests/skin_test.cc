@@ -32,6 +32,80 @@ StreamLibrary& Lib() {
   return *lib;
 }
 
+// Holds `stream` until the returned gate is raised to 1.
+engine::SignalPtr HoldStream(StreamLibrary& lib, Stream* stream) {
+  engine::SignalPtr gate = lib.engine().CreateSignal(0);
+  engine::Op hold;
+  hold.name = "hold";
+  hold.zero_time = true;
+  hold.waits.push_back({gate, engine::Cond::kGe, 1});
+  EXPECT_EQ(lib.engine().Enqueue(stream->queue, std::move(hold)),
+            engine::Error::kOk);
+  return gate;
+}
+
+// The vendor-object reuse oracle: an event recorded again, or destroyed,
+// while its record is pending is a rule violation (counted, reported), and
+// still done as the vendor API does it.
+TEST(SkinQueue, ReusingAnEventInUseIsAViolation) {
+  StreamLibrary& lib = Lib();
+  Scope* scope = lib.device(0);
+  Stream* stream = NewStream(lib, scope);
+  engine::SignalPtr gate = HoldStream(lib, stream);
+  Event* event = lib.New<Event>(lib.engine(), scope);
+  const uint64_t before = lib.violations();
+  EXPECT_EQ(RecordEvent(lib, event, stream, &scope->domain, "record"),
+            Code::kOk);
+  EXPECT_EQ(lib.violations(), before) << "a first record is no reuse";
+  EXPECT_EQ(RecordEvent(lib, event, stream, &scope->domain, "record"),
+            Code::kOk);
+  EXPECT_EQ(lib.violations(), before + 1) << "recorded while pending";
+  EXPECT_EQ(DestroyEvent(lib, event, "destroy"), Code::kOk);
+  EXPECT_EQ(lib.violations(), before + 2) << "destroyed while pending";
+  lib.engine().UpdateSignal(gate, engine::SignalOp::kSet, 1);
+  EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
+  // Once the record completed, both are fine.
+  Event* done = lib.New<Event>(lib.engine(), scope);
+  EXPECT_EQ(RecordEvent(lib, done, stream, &scope->domain, "record"),
+            Code::kOk);
+  EXPECT_EQ(SynchronizeEvent(done), Code::kOk);
+  EXPECT_EQ(RecordEvent(lib, done, stream, &scope->domain, "record"),
+            Code::kOk);
+  EXPECT_EQ(SynchronizeEvent(done), Code::kOk);
+  EXPECT_EQ(DestroyEvent(lib, done, "destroy"), Code::kOk);
+  EXPECT_EQ(lib.violations(), before + 2);
+  EXPECT_EQ(DestroyStream(lib, stream), Code::kOk);
+}
+
+// An event recorded on two streams ends in the state of its last record,
+// whichever completes first: the earlier record completing last does not
+// move it back (CUDA and HIP: a query reflects the most recent record).
+TEST(SkinQueue, AnEarlierRecordCompletingLastDoesNotMoveTheEventBack) {
+  StreamLibrary& lib = Lib();
+  Scope* scope = lib.device(0);
+  Stream* slow = NewStream(lib, scope);
+  Stream* fast = NewStream(lib, scope);
+  engine::SignalPtr gate = HoldStream(lib, slow);
+  Event* event = lib.New<Event>(lib.engine(), scope);
+  EXPECT_EQ(RecordEvent(lib, event, slow, &scope->domain, "record"), Code::kOk);
+  EXPECT_EQ(QueryEvent(event), Code::kNotReady);
+  EXPECT_EQ(RecordEvent(lib, event, fast, &scope->domain, "record"),
+            Code::kOk);  // a reported reuse, done anyway
+  EXPECT_EQ(SynchronizeStream(lib, fast), Code::kOk);
+  EXPECT_EQ(QueryEvent(event), Code::kOk) << "the last record completed";
+  lib.engine().UpdateSignal(gate, engine::SignalOp::kSet, 1);
+  EXPECT_EQ(SynchronizeStream(lib, slow), Code::kOk);
+  EXPECT_EQ(QueryEvent(event), Code::kOk)
+      << "the earlier record completing last moved the event back";
+  EXPECT_EQ(SynchronizeEvent(event), Code::kOk);
+  // A wait enqueued now orders after the last record: it does not block.
+  EXPECT_EQ(StreamWaitEvent(lib, slow, event, "wait"), Code::kOk);
+  EXPECT_EQ(SynchronizeStream(lib, slow), Code::kOk);
+  EXPECT_EQ(DestroyEvent(lib, event, "destroy"), Code::kOk);
+  EXPECT_EQ(DestroyStream(lib, slow), Code::kOk);
+  EXPECT_EQ(DestroyStream(lib, fast), Code::kOk);
+}
+
 TEST(SkinHandles, DestroyedForeignAndMistypedHandlesAreRefused) {
   StreamLibrary& lib = Lib();
   const uint64_t live = lib.live_objects();
@@ -127,7 +201,8 @@ TEST(SkinQueue, FillCopyRecordAndMisuse) {
   EXPECT_EQ(FillAsync(lib, stream, Address(a), 0x01020304u, 4, 16), Code::kOk);
   EXPECT_EQ(CopyAsync(lib, stream, Address(b), Address(a), 64), Code::kOk);
   Event* event = lib.New<Event>(lib.engine(), scope);
-  EXPECT_EQ(RecordEvent(event, stream, &scope->domain), Code::kOk);
+  EXPECT_EQ(RecordEvent(lib, event, stream, &scope->domain, "record"),
+            Code::kOk);
   EXPECT_EQ(SynchronizeEvent(event), Code::kOk);
   EXPECT_EQ(QueryEvent(event), Code::kOk);
   EXPECT_EQ(SynchronizeStream(lib, stream), Code::kOk);
