@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "sim/hsa/sim_hsa_internal.h"
@@ -47,6 +48,19 @@ void UnregisterQueue(Queue* queue) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::erase(r.queues, queue);
+}
+
+std::string QueuedPacketUsing(hsa_signal_t signal) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (Queue* q : r.queues) {
+    uint64_t index = 0;
+    if (PacketUsesSignal(q, signal, &index)) {
+      return "packet " + std::to_string(index) + " of queue " +
+             std::to_string(q->trace_id);
+    }
+  }
+  return "";
 }
 
 void LoseDevice() {

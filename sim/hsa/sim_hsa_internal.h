@@ -114,6 +114,12 @@ hsa_signal_t MakeSignal(uint64_t initial);
 // next packet (sim_hsa_queue.cc).
 void RingDoorbell(Queue* queue, int64_t value);
 
+// Whether a packet of `q` that is published and not yet complete signals or
+// waits on `signal` (its index in `*index`): the vendor-object reuse rule.
+bool PacketUsesSignal(Queue* q, hsa_signal_t signal, uint64_t* index);
+// The same over every live queue: a line naming the queue and packet, or
+// empty (sim_hsa_device_loss.cc, which keeps the queue registry).
+std::string QueuedPacketUsing(hsa_signal_t signal);
 // An hsa_signal_condition_t as the engine's condition; false if unknown
 // (sim_hsa_signal.cc).
 bool ToEngineCond(uint32_t condition, engine::Cond* out);

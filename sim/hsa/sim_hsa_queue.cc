@@ -323,6 +323,41 @@ void Advance(Queue* q, bool from_doorbell) {
 
 }  // namespace
 
+bool PacketUsesSignal(Queue* q, hsa_signal_t signal, uint64_t* index) {
+  // Every AQL packet has its completion signal at byte 56; barrier-and and
+  // barrier-or wait on five handles from byte 8, barrier-value on one.
+  const uint64_t end = q->write_index.load(std::memory_order_acquire);
+  const uint64_t size = q->header.hsa.size;
+  uint64_t i = q->read_index.load(std::memory_order_acquire);
+  if (end - i > size) i = end - size;
+  for (; i < end; ++i) {
+    const uint8_t* slot = Slot(q, i);
+    const unsigned type = LoadHeader(slot) & 0xff;
+    if (type == HSA_PACKET_TYPE_INVALID) continue;  // done or not published
+    auto handle = [slot](size_t offset) {
+      return __atomic_load_n(reinterpret_cast<const uint64_t*>(slot + offset),
+                             __ATOMIC_RELAXED);
+    };
+    int first = 7, last = 7;  // 8-byte words: the completion signal
+    if (type == HSA_PACKET_TYPE_BARRIER_AND ||
+        type == HSA_PACKET_TYPE_BARRIER_OR) {
+      first = 1;
+    } else if (type == HSA_PACKET_TYPE_VENDOR_SPECIFIC) {
+      first = 1;
+      last = 1;
+    }
+    bool uses = handle(56) == signal.handle;
+    for (int w = first; w <= last && w < 7; ++w) {
+      uses = uses || handle(8 * w) == signal.handle;
+    }
+    if (uses) {
+      *index = i;
+      return true;
+    }
+  }
+  return false;
+}
+
 void RingDoorbell(Queue* q, int64_t value) {
   std::lock_guard<std::mutex> lock(q->mutex);
   if (value > q->rung) q->rung = value;

@@ -20,6 +20,7 @@
 // order per signal, each once the condition holds. (ROCr runs them on one
 // thread in any order; the driver registers monotone conditions per signal,
 // for which both agree.)
+#include <cinttypes>
 #include <cstring>
 
 #include "sim/core/sim_random.h"
@@ -184,6 +185,19 @@ HALSIM_EXPORT hsa_status_t hsa_signal_destroy(hsa_signal_t signal) {
   Signal* s = SignalOf(signal);
   if (!s) return HSA_STATUS_ERROR_INVALID_SIGNAL;
   if (s->doorbell_of) return HSA_STATUS_ERROR_INVALID_SIGNAL;  // the queue's
+  // Vendor-object reuse: a packet still queued signals or waits on it (the
+  // driver released it before the work that uses it completed). Undefined
+  // in HSA; here reported, then the signal stays valid until the packets
+  // that use it are done (it leaks).
+  const std::string user = QueuedPacketUsing(signal);
+  if (!user.empty()) {
+    L().Violation("hsa_signal_destroy",
+                  "signal 0x%" PRIx64
+                  " destroyed while %s still uses it "
+                  "(released before the work that uses it completed)",
+                  signal.handle, user.c_str());
+    return HSA_STATUS_SUCCESS;
+  }
   // Handlers still pending run first (destroying a signal a handler waits
   // on is undefined in HSA; here it waits for it).
   if (s->handlers) E().DestroyQueue(s->handlers);

@@ -230,5 +230,37 @@ TEST_F(AmdgpuSimPackets, HostWaitsAndHandlersCompareSigned) {
   EXPECT_EQ(ran.load(), 1) << "the handler for b < 0 did not run at b = -7";
 }
 
+// The vendor-object reuse rule: destroying a signal that a queued packet
+// still waits on (a dependency) or will signal (its completion) is a
+// reported rule violation, and the signal stays usable by those packets.
+TEST_F(AmdgpuSimPackets, DestroyingASignalAQueuedPacketUsesIsAViolation) {
+  void* lib = dlopen(kSimLibrary, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  auto violations =
+      reinterpret_cast<uint64_t (*)()>(dlsym(lib, "halsim_rule_violations"));
+  ASSERT_NE(violations, nullptr);
+  hsa_signal_t dep = {}, completion = {};
+  ASSERT_EQ(s_->hsa_signal_create(1, 0, nullptr, &dep), HSA_STATUS_SUCCESS);
+  ASSERT_EQ(s_->hsa_signal_create(1, 0, nullptr, &completion),
+            HSA_STATUS_SUCCESS);
+  hsa_barrier_and_packet_t p = {};
+  p.dep_signal[2] = dep;
+  p.completion_signal = completion;
+  const uint64_t before = violations();
+  Submit(queue_, &p, Header(HSA_PACKET_TYPE_BARRIER_AND));
+  EXPECT_EQ(s_->hsa_signal_destroy(dep), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(violations(), before + 1) << "a dependency of a queued packet";
+  EXPECT_EQ(s_->hsa_signal_destroy(completion), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(violations(), before + 2) << "the completion of a queued packet";
+  // Both stayed valid for the packet: it still runs when released.
+  s_->hsa_signal_store_screlease(dep, 0);
+  WaitZero(completion);
+  // Unused now: destroyed without a report.
+  EXPECT_EQ(s_->hsa_signal_destroy(dep), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(s_->hsa_signal_destroy(completion), HSA_STATUS_SUCCESS);
+  EXPECT_EQ(violations(), before + 2);
+  dlclose(lib);
+}
+
 }  // namespace
 }  // namespace hal::amdgpu
