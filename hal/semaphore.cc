@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -21,6 +22,34 @@ namespace {
 // How long a waiter sleeps between pump attempts when another host thread
 // must act first (deterministic simulator only).
 constexpr auto kPumpSlice = std::chrono::milliseconds(1);
+
+// The latency oracle: a host waiter that resumes this long after its value
+// was reached (or its semaphore failed) was not woken when it should have
+// been: a lost or late wake-up. Reported and counted, never silent (a
+// waiter that sleeps to its deadline and then finds the value would
+// otherwise pass, only slowly). Generous, for loaded and sanitized runs.
+constexpr auto kLateWakeBound = std::chrono::seconds(2);
+std::atomic<uint64_t> late_wakeups{0};
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Timeout::Clock::now().time_since_epoch())
+      .count();
+}
+
+// `since_ns`: when the waiter should have woken.
+void CheckWakeLatency(int64_t since_ns, const char* what) {
+  const int64_t late_ns = SteadyNs() - since_ns;
+  if (since_ns == 0 ||
+      late_ns <= std::chrono::nanoseconds(kLateWakeBound).count())
+    return;
+  late_wakeups.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr,
+               "hal: latency oracle: %s resumed %lld ms after its value was "
+               "reached or failed (a lost or late wake-up: every sleeper must "
+               "wake when what it waits for is decided)\n",
+               what, static_cast<long long>(late_ns / 1000000));
+}
 
 // Waits on `cv` until `done()` or the deadline, running progress pumps
 // (with `lock` released) whenever they can make progress. The deadline is
@@ -196,6 +225,7 @@ void Semaphore::Fire(std::vector<Timepoint>& fired, const Status& status) {
 }
 
 void Semaphore::WakeSleepers() {
+  woken_at_ns_.store(SteadyNs(), std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
 #if defined(__linux__)
   FutexWakeAll(&epoch_);
@@ -382,6 +412,17 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
       } else if (!pumps || !HavePumpWork()) {
         const auto slept_from = Timeout::Clock::now();
         SleepOnEpoch(epoch, timeout);
+        if (done()) {
+          // Woken by a wake-up: since it was sent; else the value was
+          // reached with no wake-up at all: since the sleep began.
+          CheckWakeLatency(
+              epoch_.load(std::memory_order_seq_cst) != epoch
+                  ? woken_at_ns_.load(std::memory_order_relaxed)
+                  : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        slept_from.time_since_epoch())
+                        .count(),
+              "a semaphore wait");
+        }
         if (spin_skipped && done()) {
           NoteSkippedSpinSlept(Timeout::Clock::now() - slept_from);
           spin_skipped = false;
@@ -490,6 +531,7 @@ struct MultiWaitState {
   size_t remaining = 0;
   size_t reached = 0;
   Status failure;
+  int64_t decided_at_ns = 0;  // the last timepoint that fired
 };
 
 // One lock-free look at every point. Returns true when the wait is decided
@@ -524,6 +566,10 @@ bool PollPoints(WaitMode mode, SemaphoreList points, Status* result) {
 }
 }  // namespace
 
+uint64_t SemaphoreLateWakeups() {
+  return late_wakeups.load(std::memory_order_relaxed);
+}
+
 Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
   HAL_RETURN_IF_ERROR(ValidateSemaphoreList(points, "wait"));
   if (points.empty()) return OkStatus();
@@ -554,6 +600,7 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
             state->failure = status;
           }
           --state->remaining;
+          state->decided_at_ns = SteadyNs();
           state->cv.notify_all();
         });
   }
@@ -574,6 +621,8 @@ Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout) {
     } else if (!timeout.is_immediate()) {
       state->cv.wait_until(lock, timeout.deadline(), done);
     }
+    if (done())
+      CheckWakeLatency(state->decided_at_ns, "a multi-semaphore wait");
     if (mode == WaitMode::kAny && state->reached > 0) {
       result = OkStatus();
     } else if (!state->failure.ok()) {

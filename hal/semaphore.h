@@ -128,6 +128,8 @@ class Semaphore : public RefCounted {
   // Bumped by every signal or failure that finds sleepers; they sleep on it
   // (a futex on Linux, `cv_` elsewhere).
   std::atomic<uint32_t> epoch_{0};
+  // When WakeSleepers last ran (steady ns): the latency oracle's reference.
+  std::atomic<int64_t> woken_at_ns_{0};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   Status failure_;
@@ -163,6 +165,12 @@ enum class WaitMode { kAll, kAny };
 // with its status, in both modes, unless (ANY) a point was already reached.
 // DEADLINE_EXCEEDED on timeout; INVALID_ARGUMENT for a null semaphore.
 Status WaitSemaphores(WaitMode mode, SemaphoreList points, Timeout timeout);
+
+// The latency oracle: how many host waits in this process resumed more than
+// 2 s after what they waited for was decided (reached or failed): lost or
+// late wake-ups, each also reported on stderr. The CTS fails a test during
+// which it grew, on every driver.
+uint64_t SemaphoreLateWakeups();
 
 // Validates a list given to a queue operation (no nulls).
 Status ValidateSemaphoreList(SemaphoreList points, const char* what);

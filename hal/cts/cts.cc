@@ -85,9 +85,7 @@ void CtsTest::SetUp() {
   }
   // Not a skip, even for UNAVAILABLE: a suite that skips every test on a
   // missing library passes without testing anything.
-  if (ctx.backend->oracle_counters) {
-    oracles_before_ = ctx.backend->oracle_counters();
-  }
+  oracles_before_ = OracleCounters();
   std::string uri = TestDeviceUri(name);
   auto device = DefaultDriverRegistry().CreateDevice(uri);
   ASSERT_TRUE(device.ok()) << "cannot create device " << uri << ": "
@@ -111,18 +109,29 @@ void CtsTest::TearDown() {
   // waits can no longer be met, so nothing runs into the next test.
   device_.reset();
   // After the device is gone: its release path is checked too.
-  if (ctx.backend && ctx.backend->oracle_counters) {
-    auto after = ctx.backend->oracle_counters();
+  {
+    auto after = OracleCounters();
     for (size_t i = 0; i < after.size() && i < oracles_before_.size(); ++i) {
       if (after[i].second != oracles_before_[i].second) {
-        ADD_FAILURE() << "the simulator reported "
+        ADD_FAILURE() << "an oracle reported "
                       << after[i].second - oracles_before_[i].second << " new "
                       << after[i].first
-                      << " during this test (its lines on stderr say what "
+                      << " during this test (its lines on stderr say what, "
                          "and replay with the seed they print)";
       }
     }
   }
+}
+
+std::vector<std::pair<std::string, uint64_t>> CtsTest::OracleCounters() {
+  const Context& ctx = GetContext();
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  if (ctx.backend && ctx.backend->oracle_counters) {
+    counters = ctx.backend->oracle_counters();
+  }
+  // Every driver: the host-wait latency oracle (hal/semaphore.h).
+  counters.emplace_back("late semaphore wake-ups", SemaphoreLateWakeups());
+  return counters;
 }
 
 bool CtsTest::HasTag(const std::string& tag) const {

@@ -180,6 +180,8 @@ class CtsTest : public ::testing::Test {
   Ref<Device> device_;
 
  private:
+  // The backend's oracle counters and the HAL's own (late wake-ups).
+  static std::vector<std::pair<std::string, uint64_t>> OracleCounters();
   std::vector<std::pair<std::string, uint64_t>> oracles_before_;
 };
 
