@@ -30,6 +30,87 @@ class Submission : public CtsTest {
     return device()->QueueFill(affinity, wait, signal, buffer, offset, length,
                                &value, 1);
   }
+
+  // Failure propagation per queue operation kind. An upstream operation on
+  // queue 0 signals `mid`; the op under test waits on `mid` on another queue
+  // (when there is one) and signals `out` and `side`. The upstream fails
+  // after both were submitted and flushed, in two ways (the tests run both):
+  //   - kWaiting: a fill waiting on `gate`, a host-only semaphore that fails;
+  //   - kIssued: a host call that blocks on `gate` and returns the gate's
+  //     failure, then a fill behind it on queue 0 that signals `mid`: the
+  //     driver may have issued the fill, and resolved the op's wait on it on
+  //     the device, before the failure.
+  // The op must not run its work, and each of its signals fails with the
+  // upstream's own status (DATA_LOSS).
+  enum class UpstreamKind { kWaiting, kIssued };
+  struct Upstream {
+    Ref<HalSemaphore> gate, mid, out, side, hop;
+    Ref<HalBuffer> scratch;
+    QueueAffinity downstream = 1;
+    UpstreamKind kind = UpstreamKind::kWaiting;
+    std::shared_ptr<std::atomic<bool>> started =
+        std::make_shared<std::atomic<bool>>(false);
+    Points wait() const { return {{mid.get(), 1}}; }
+    Points signal() const { return {{out.get(), 1}, {side.get(), 5}}; }
+  };
+  std::vector<UpstreamKind> UpstreamKinds() const {
+    if (!HasTag(kTagHostCall)) return {UpstreamKind::kWaiting};
+    return {UpstreamKind::kWaiting, UpstreamKind::kIssued};
+  }
+  Upstream StartUpstream(UpstreamKind kind) {
+    Upstream u;
+    u.gate = NewSemaphore(0);
+    u.mid = NewSemaphore(0);
+    u.out = NewSemaphore(0);
+    u.side = NewSemaphore(0);
+    u.scratch = NewHostBuffer(4, 0xEE);
+    if (device()->queue_count() >= 2) u.downstream = 2;
+    u.kind = kind;
+    if (!u.gate || !u.mid || !u.scratch) return u;
+    if (kind == UpstreamKind::kWaiting) {
+      CTS_EXPECT_OK(Fill(1, {{u.gate.get(), 1}}, {{u.mid.get(), 1}},
+                         u.scratch.get(), 0, 4, 0x01));
+      return u;
+    }
+    Ref<HalSemaphore> gate = u.gate;
+    auto started = u.started;
+    u.hop = NewSemaphore(0);
+    if (!u.hop) return u;
+    CTS_EXPECT_OK(device()->QueueHostCall(
+        1, Points{}, Points{{u.hop.get(), 1}}, [gate, started]() -> Status {
+          started->store(true);
+          return gate->Wait(1, Timeout::After(kCtsTimeout));
+        }));
+    // Device work behind it on the same queue: a driver may issue it (and
+    // the op under test's wait on it) before the host call returns.
+    CTS_EXPECT_OK(Fill(1, {{u.hop.get(), 1}}, {{u.mid.get(), 1}},
+                       u.scratch.get(), 0, 4, 0x01));
+    return u;
+  }
+  void FailUpstreamAndCheck(const Upstream& u) {
+    CTS_EXPECT_OK(device()->QueueFlush(kQueueAffinityAny));
+    // The gate fails once the upstream host call runs (kIssued), from
+    // another thread: the deterministic simulator runs host calls inside
+    // this thread's waits.
+    std::thread failer([&u] {
+      for (int i = 0;
+           i < 20000 && u.kind == UpstreamKind::kIssued && !u.started->load();
+           ++i) {
+        std::this_thread::sleep_for(1ms);
+      }
+      std::this_thread::sleep_for(2ms);  // let a driver issue the op
+      u.gate->Fail(DataLossError("upstream failed after issue"));
+    });
+    // (An op's signals fail one after another: wait for each.)
+    CTS_EXPECT_CODE(kDataLoss, WaitFor(u.out.get(), 1));
+    CTS_EXPECT_CODE(kDataLoss, WaitFor(u.side.get(), 5));
+    CTS_EXPECT_CODE(kDataLoss, WaitFor(u.mid.get(), 1));
+    failer.join();
+    EXPECT_TRUE(u.kind == UpstreamKind::kWaiting || u.started->load())
+        << "the upstream host call never ran";
+    CTS_EXPECT_OK(device()->WaitIdle(Timeout::After(kCtsTimeout)));
+    EXPECT_EQ(ReadBack(u.scratch.get()), Bytes(4, 0xEE)) << "upstream ran";
+  }
 };
 
 TEST_F(Submission, WaitBeforeSignalDoesNotBlockOtherQueues) {
@@ -715,6 +796,164 @@ TEST_F(Submission, BufferQueueAffinityLimitsTheQueues) {
                                     only1.get(), 0, other.get(), 0, 16));
   CTS_ASSERT_OK(WaitFor(s.get(), 2));
   EXPECT_EQ(Diff(ReadBack(other.get()), Bytes(16, 0x5A)), "");
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsFill) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto target = NewHostBuffer(16, 0xEE);
+    ASSERT_TRUE(u.out && u.side && target);
+    CTS_ASSERT_OK(
+        Fill(u.downstream, u.wait(), u.signal(), target.get(), 0, 16, 0x11));
+    FailUpstreamAndCheck(u);
+    EXPECT_EQ(ReadBack(target.get()), Bytes(16, 0xEE)) << "the fill ran";
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsUpdate) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto target = NewHostBuffer(16, 0xEE);
+    ASSERT_TRUE(u.out && u.side && target);
+    const Bytes data(16, 0x22);
+    CTS_ASSERT_OK(device()->QueueUpdate(u.downstream, u.wait(), u.signal(),
+                                        data.data(), target.get(), 0, 16));
+    FailUpstreamAndCheck(u);
+    EXPECT_EQ(ReadBack(target.get()), Bytes(16, 0xEE)) << "the update ran";
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsCopy) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto source = NewHostBuffer(16, 0x33), target = NewHostBuffer(16, 0xEE);
+    ASSERT_TRUE(u.out && u.side && source && target);
+    CTS_ASSERT_OK(device()->QueueCopy(u.downstream, u.wait(), u.signal(),
+                                      source.get(), 0, target.get(), 0, 16));
+    FailUpstreamAndCheck(u);
+    EXPECT_EQ(ReadBack(target.get()), Bytes(16, 0xEE)) << "the copy ran";
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsExecute) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto target = NewHostBuffer(16, 0xEE);
+    ASSERT_TRUE(u.out && u.side && target);
+    CTS_ASSERT_OK_AND_ASSIGN(
+        Ref<CommandBuffer> cb,
+        device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer,
+                                      kQueueAffinityAny, 0));
+    const uint8_t pattern = 0x44;
+    CTS_ASSERT_OK(cb->Begin());
+    CTS_ASSERT_OK(cb->FillBuffer(BufferRef::Direct(target.get()), &pattern, 1));
+    CTS_ASSERT_OK(cb->End());
+    CTS_ASSERT_OK(
+        device()->QueueExecute(u.downstream, u.wait(), u.signal(), cb.get()));
+    FailUpstreamAndCheck(u);
+    EXPECT_EQ(ReadBack(target.get()), Bytes(16, 0xEE))
+        << "the command buffer ran";
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsBarrier) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    ASSERT_TRUE(u.out && u.side);
+    CTS_ASSERT_OK(device()->QueueBarrier(u.downstream, u.wait(), u.signal()));
+    FailUpstreamAndCheck(u);
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsHostCall) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    ASSERT_TRUE(u.out && u.side);
+    auto ran = std::make_shared<std::atomic<bool>>(false);
+    CTS_ASSERT_OK(device()->QueueHostCall(u.downstream, u.wait(), u.signal(),
+                                          [ran]() -> Status {
+                                            ran->store(true);
+                                            return OkStatus();
+                                          }));
+    FailUpstreamAndCheck(u);
+    EXPECT_FALSE(ran->load()) << "the host call ran";
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsAlloca) {
+  CTS_REQUIRE_TAG(kTagAlloca);
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    ASSERT_TRUE(u.out && u.side);
+    CTS_ASSERT_OK_AND_ASSIGN(
+        Ref<HalBuffer> buffer,
+        device()->QueueAlloca(u.downstream, u.wait(), u.signal(),
+                              DeviceParams(), 64));
+    FailUpstreamAndCheck(u);
+  }
+}
+
+TEST_F(Submission, UpstreamFailureAfterIssueFailsFileWriteAndRead) {
+  CTS_REQUIRE_TAG(kTagFiles);
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto source = NewHostBuffer(16, 0x55), target = NewHostBuffer(16, 0xEE);
+    auto read_done = NewSemaphore(0);
+    ASSERT_TRUE(u.out && u.side && source && target && read_done);
+    std::vector<uint8_t> memory(16, 0xAB);
+    CTS_ASSERT_OK_AND_ASSIGN(
+        Ref<::hal::File> file,
+        ::hal::File::WrapMemory(memory, FileAccess::kReadWrite));
+    CTS_ASSERT_OK(device()->QueueWrite(u.downstream, u.wait(), u.signal(),
+                                       source.get(), 0, file.get(), 0, 16));
+    CTS_ASSERT_OK(device()->QueueRead(u.downstream, u.wait(),
+                                      Points{{read_done.get(), 1}}, file.get(),
+                                      0, target.get(), 0, 16));
+    FailUpstreamAndCheck(u);
+    CTS_EXPECT_CODE(kDataLoss, read_done->Query());
+    EXPECT_EQ(memory, Bytes(16, 0xAB)) << "the file write ran";
+    EXPECT_EQ(ReadBack(target.get()), Bytes(16, 0xEE)) << "the file read ran";
+  }
+}
+
+// The same through a chain that crosses queues twice: every op behind the
+// failure fails with its status, none runs.
+TEST_F(Submission, UpstreamFailureAfterIssueCrossesQueuesTransitively) {
+  for (UpstreamKind kind : UpstreamKinds()) {
+    SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
+                                               : "upstream waiting");
+    Upstream u = StartUpstream(kind);
+    auto target = NewHostBuffer(12, 0xEE);
+    auto hop = NewSemaphore(0);
+    ASSERT_TRUE(u.out && u.side && target && hop);
+    CTS_ASSERT_OK(Fill(u.downstream, u.wait(), {{hop.get(), 1}}, target.get(),
+                       0, 4, 0x01));
+    CTS_ASSERT_OK(Fill(1, {{hop.get(), 1}}, {{u.side.get(), 5}}, target.get(),
+                       4, 4, 0x02));
+    CTS_ASSERT_OK(Fill(u.downstream, {{u.side.get(), 5}}, {{u.out.get(), 1}},
+                       target.get(), 8, 4, 0x03));
+    FailUpstreamAndCheck(u);
+    CTS_EXPECT_CODE(kDataLoss, hop->Query());
+    EXPECT_EQ(ReadBack(target.get()), Bytes(12, 0xEE)) << "a failed op ran";
+  }
 }
 
 }  // namespace
