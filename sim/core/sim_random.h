@@ -31,6 +31,8 @@ class SimRandom {
 // Faults draw from their own stream (seed ^ this), so that turning faults on
 // does not change the schedule a seed explores.
 constexpr uint64_t kFaultStreamSalt = 0x5DEECE66Dull;
+// The stream of host-side choices a simulator makes (Engine::DrawHostChoice).
+constexpr uint64_t kHostChoiceSalt = 0x2545F4914F6CDD1Dull;
 
 // A simulated op's duration in virtual ns: 1 to 16 us, with a tail (one op
 // in eight takes up to 8x longer).

@@ -153,6 +153,7 @@ Error Engine::ResetSchedule(uint64_t seed) {
   seed_ = seed;
   schedule_reset_ = true;
   schedule_ = SimRandom(seed);
+  host_random_ = SimRandom(seed ^ kHostChoiceSalt);
   ResetFaultRandomLocked();
   allocs_ = 0;
   ops_run_ = 0;
@@ -251,6 +252,11 @@ bool Engine::OpFaultLocked() {
   ++ops_run_;
   return (faults_.fail_op != 0 && ops_run_ == faults_.fail_op) ||
          fault_random_.Chance(faults_.op_fail_ppm);
+}
+
+uint64_t Engine::DrawHostChoice(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return n ? host_random_.Below(n) : 0;
 }
 
 uint64_t Engine::DrawLateSignalNs() {

@@ -304,6 +304,11 @@ class Engine {
                          const std::function<bool()>& give_up, bool* gave_up);
   // The delay of a late signal the fault plan draws now (0: on time).
   uint64_t DrawLateSignalNs();
+  // A seeded choice in [0, n) for a skin's host-side freedom (e.g. the order
+  // of a Level Zero list's unordered commands), from its own stream:
+  // restarted by ResetSchedule, drawn in host-call order, so the same seed
+  // and host calls make the same choices.
+  uint64_t DrawHostChoice(uint64_t n);
 
   // --- Memory (engine_memory.cc). ---
   // `size` > 0 rounded up to `alignment`, filled with 0xCD. kOutOfMemory
@@ -381,6 +386,7 @@ class Engine {
   bool schedule_reset_ = false;
   SimRandom schedule_{0};
   SimRandom fault_random_{kFaultStreamSalt};
+  SimRandom host_random_{kHostChoiceSalt};
   FaultPlan faults_;
   uint64_t allocs_ = 0;
   uint64_t ops_run_ = 0;  // op-fault counter

@@ -102,6 +102,27 @@ ze_result_t SimCommandQueueDestroy(ze_command_queue_handle_t h) {
   return ZE_RESULT_SUCCESS;
 }
 
+// The order a regular list's commands run in. The Level Zero spec orders
+// them only by barriers and events, so each run of commands that nothing
+// orders (Command::unordered) runs in an order drawn from the seed: a driver
+// that left out a barrier between dependent commands gets wrong bytes (or a
+// use of memory before it was written) under some seed, not a silent pass.
+std::vector<const Command*> SeededOrder(const std::vector<Command>& commands) {
+  std::vector<const Command*> order;
+  order.reserve(commands.size());
+  for (const Command& c : commands) order.push_back(&c);
+  size_t i = 0;
+  while (i < order.size()) {
+    size_t j = i;
+    while (j < order.size() && order[j]->unordered()) ++j;
+    for (size_t k = j; k > i + 1; --k) {  // Fisher-Yates over [i, j)
+      std::swap(order[k - 1], order[i + E().DrawHostChoice(k - i)]);
+    }
+    i = j + 1;
+  }
+  return order;
+}
+
 ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
                                                uint32_t count,
                                                ze_command_list_handle_t* lists,
@@ -137,8 +158,8 @@ ze_result_t SimCommandQueueExecuteCommandLists(ze_command_queue_handle_t h,
   if (q->device->domain.failed()) return ToZeResult(q->device->domain.error());
   for (uint32_t i = 0; i < count; ++i) {
     CommandList* list = AsList(lists[i]);
-    for (const Command& c : list->commands) {
-      Command run = c;
+    for (const Command* c : SeededOrder(list->commands)) {
+      Command run = *c;
       run.holds.push_back(list);
       run.holds.push_back(q);
       ze_result_t r = EnqueueCommand(q->queue, q->device, run);
@@ -288,6 +309,7 @@ ze_result_t SimAppendBarrier(ze_command_list_handle_t h,
   Command c;
   c.op.name = "barrier";
   c.op.zero_time = true;
+  c.barrier = true;
   return Append(list, "zeCommandListAppendBarrier", std::move(c), signal,
                 num_waits, waits);
 }

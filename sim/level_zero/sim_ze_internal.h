@@ -119,6 +119,13 @@ struct EventPool {
 struct Command {
   engine::Op op;
   std::vector<Tracked*> holds;
+  bool barrier = false;  // zeCommandListAppendBarrier
+  // Whether nothing orders it against its neighbours in a regular list: no
+  // barrier, no event to wait on or signal. A run of such commands runs in
+  // a seeded order (SimCommandQueueExecuteCommandLists).
+  bool unordered() const {
+    return !barrier && op.waits.empty() && op.signals.empty();
+  }
 };
 
 struct CommandQueue : Tracked {

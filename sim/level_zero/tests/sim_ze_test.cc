@@ -288,6 +288,57 @@ TEST_F(ZeSim, RegularListExecutedTwice) {
   ZE_OK(zeMemFree(context_, host));
 }
 
+// The Level Zero spec orders a regular list's commands only by barriers and
+// events, and the simulator takes that freedom: a fill and the copy that
+// reads it, with no barrier between them, run in a seeded order, so some
+// seed copies the bytes from before the fill. With the barrier, every seed
+// copies the filled bytes.
+TEST_F(ZeSim, CommandsWithoutABarrierRunInASeededOrder) {
+  auto reset = Sym<int (*)(uint64_t)>("halsim_reset_schedule");
+  constexpr size_t kBytes = 64;
+  void* dev = Device(kBytes);
+  auto* host = static_cast<uint8_t*>(Host(kBytes));
+  auto qd = Make<ze_command_queue_desc_t>(ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC);
+  ze_command_queue_handle_t q;
+  ZE_OK(zeCommandQueueCreate(context_, device_, &qd, &q));
+  int stale = 0;
+  for (bool barrier : {false, true}) {
+    ze_command_list_handle_t list = Regular();
+    const uint8_t zero = 0, byte = 0x5a;
+    ZE_OK(zeCommandListAppendMemoryFill(list, dev, &zero, 1, kBytes, nullptr, 0,
+                                        nullptr));
+    ZE_OK(zeCommandListAppendBarrier(list, nullptr, 0, nullptr));
+    ZE_OK(zeCommandListAppendMemoryFill(list, dev, &byte, 1, kBytes, nullptr, 0,
+                                        nullptr));
+    if (barrier) {
+      ZE_OK(zeCommandListAppendBarrier(list, nullptr, 0, nullptr));
+    }
+    ZE_OK(zeCommandListAppendMemoryCopy(list, host, dev, kBytes, nullptr, 0,
+                                        nullptr));
+    ZE_OK(zeCommandListClose(list));
+    for (uint64_t seed = 1; seed <= 16; ++seed) {
+      ASSERT_EQ(reset(seed), 0);
+      std::memset(host, 0xff, kBytes);
+      ZE_OK(zeCommandQueueExecuteCommandLists(q, 1, &list, nullptr));
+      ZE_OK(zeCommandQueueSynchronize(q, UINT64_MAX));
+      if (host[0] == 0) {
+        EXPECT_FALSE(barrier) << "seed " << seed
+                              << ": the copy ran before the fill it follows "
+                                 "across a barrier";
+        ++stale;
+      } else {
+        EXPECT_EQ(host[0], byte) << "seed " << seed;
+      }
+    }
+    ZE_OK(zeCommandListDestroy(list));
+  }
+  EXPECT_GT(stale, 0) << "no seed of 16 ran the unordered copy first";
+  EXPECT_LT(stale, 16) << "every seed reversed the unordered commands";
+  ZE_OK(zeCommandQueueDestroy(q));
+  ZE_OK(zeMemFree(context_, dev));
+  ZE_OK(zeMemFree(context_, host));
+}
+
 TEST_F(ZeSim, HostEventsAndTimeouts) {
   ze_event_pool_handle_t pool;
   std::vector<ze_event_handle_t> ev;
