@@ -956,5 +956,64 @@ TEST_F(Submission, UpstreamFailureAfterIssueCrossesQueuesTransitively) {
   }
 }
 
+// Lifetime: an operation keeps what it uses alive until it ran. The test
+// drops its own references while the operation still waits, then allocates
+// and fills buffers of the same size (a driver that freed the memory early
+// hands it out again), then lets the operation run. Simulators that
+// quarantine freed memory report the late use; every driver must copy the
+// original bytes.
+TEST_F(Submission, ExecutionKeepsItsCommandBufferAndBindingsAlive) {
+  auto gate = NewSemaphore(0), done = NewSemaphore(0);
+  auto target = NewHostBuffer(64, 0xEE);
+  ASSERT_TRUE(gate && done && target);
+  FailOnExit guard{{gate}};
+  {
+    auto source = NewHostBuffer(64, 0x77), direct = NewHostBuffer(64, 0x66);
+    auto direct_target = NewHostBuffer(64, 0xEE);
+    ASSERT_TRUE(source && direct && direct_target);
+    CTS_ASSERT_OK_AND_ASSIGN(
+        Ref<CommandBuffer> cb,
+        device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer,
+                                      kQueueAffinityAny, 2));
+    CTS_ASSERT_OK(cb->Begin());
+    CTS_ASSERT_OK(cb->CopyBuffer(BufferRef::Slot(0), BufferRef::Slot(1), 64));
+    CTS_ASSERT_OK(cb->ExecutionBarrier());
+    CTS_ASSERT_OK(cb->CopyBuffer(BufferRef::Direct(direct.get()),
+                                 BufferRef::Slot(1, 32, 32), 32));
+    CTS_ASSERT_OK(cb->End());
+    const Binding table[] = {{source.get(), 0, kWholeBuffer},
+                             {target.get(), 0, kWholeBuffer}};
+    CTS_ASSERT_OK(device()->QueueExecute(
+        1, Points{{gate.get(), 1}}, Points{{done.get(), 1}}, cb.get(), table));
+  }  // the test's references to the command buffer and `source` are gone
+  std::vector<Ref<Buffer>> reuse;
+  for (int i = 0; i < 4; ++i) reuse.push_back(NewHostBuffer(64, 0x11));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(done.get(), 1));
+  Bytes want(64, 0x77);
+  std::fill(want.begin() + 32, want.end(), 0x66);
+  EXPECT_EQ(Diff(ReadBack(target.get()), want), "");
+}
+
+TEST_F(Submission, QueueCopyKeepsItsSourceAlive) {
+  auto gate = NewSemaphore(0), done = NewSemaphore(0);
+  auto target = NewHostBuffer(64, 0xEE);
+  ASSERT_TRUE(gate && done && target);
+  FailOnExit guard{{gate}};
+  {
+    auto source = NewHostBuffer(64, 0x77);
+    ASSERT_TRUE(source);
+    CTS_ASSERT_OK(device()->QueueCopy(1, Points{{gate.get(), 1}},
+                                      Points{{done.get(), 1}}, source.get(), 0,
+                                      target.get(), 0, 64));
+  }
+  std::vector<Ref<Buffer>> reuse;
+  for (int i = 0; i < 4; ++i) reuse.push_back(NewHostBuffer(64, 0x11));
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(done.get(), 1));
+  EXPECT_EQ(Diff(ReadBack(target.get()), Bytes(64, 0x77)), "");
+}
+
 }  // namespace
 }  // namespace hal::cts
