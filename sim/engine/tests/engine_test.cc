@@ -174,6 +174,85 @@ TEST(EngineTest, RaceIsReported) {
   engine.DestroyQueue(b);
 }
 
+// The race checker's self-test: every hazard class (RAW, WAR, WAW) between
+// every pair of op shapes that touch memory (a copy's source and
+// destination, a fill, a kernel's read-only and read-write bindings), on
+// two queues with nothing ordering them, is one race; the same pair
+// ordered by a signal, two reads, or disjoint ranges, none. A checker blind
+// to any class fails here, not in a user's program.
+TEST(EngineTest, RaceCheckerSeesEveryHazardClassAndNothingElse) {
+  Engine engine(FastOptions());
+  Queue* qa = engine.CreateQueue();
+  Queue* qb = engine.CreateQueue();
+  void* p = nullptr;
+  ASSERT_EQ(engine.Allocate(4096, MemoryKind::kDevice, 256, &p), Error::kOk);
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t x = base, other_a = base + 1024, other_b = base + 2048;
+  enum Shape { kCopyDst, kCopySrc, kFill, kKernelRw, kKernelRo };
+  const char* names[] = {"copy-dst", "copy-src", "fill", "kernel-rw",
+                         "kernel-ro"};
+  // `at`: the shared range's start; `other`: a private range.
+  auto make = [&](Shape shape, uintptr_t at, uintptr_t other) {
+    Op op;
+    op.name = names[shape];
+    op.extra_ns = 1'000'000;  // long enough to overlap
+    switch (shape) {
+      case kCopyDst:
+        op.write = Range::Of(at, 64);
+        op.read = Range::Of(other, 64);
+        break;
+      case kCopySrc:
+        op.read = Range::Of(at, 64);
+        op.write = Range::Of(other, 64);
+        break;
+      case kFill:
+        op.write = Range::Of(at, 64);
+        break;
+      case kKernelRw:
+        op.more_reads = {Range::Of(other, 64)};
+        op.more_writes = {Range::Of(at, 64)};
+        break;
+      case kKernelRo:
+        op.more_reads = {Range::Of(at, 64)};
+        op.more_writes = {Range::Of(other, 64)};
+        break;
+    }
+    return op;
+  };
+  auto writes = [](Shape s) { return s != kCopySrc && s != kKernelRo; };
+  // Races found when `first` (queue a) and `second` (queue b) run.
+  auto run = [&](Shape first, Shape second, bool ordered, uintptr_t second_at) {
+    const uint64_t before = engine.counters().races;
+    SignalPtr gate = engine.CreateSignal(0), done = engine.CreateSignal(0);
+    EXPECT_EQ(engine.Enqueue(qa, WaitOp(gate, Cond::kGe, 1)), Error::kOk);
+    Op a = make(first, x, other_a);
+    a.signals.push_back({done, SignalOp::kSet, 1});
+    EXPECT_EQ(engine.Enqueue(qa, std::move(a)), Error::kOk);
+    EXPECT_EQ(engine.Enqueue(qb, WaitOp(ordered ? done : gate, Cond::kGe, 1)),
+              Error::kOk);
+    EXPECT_EQ(engine.Enqueue(qb, make(second, second_at, other_b)), Error::kOk);
+    engine.UpdateSignal(gate, SignalOp::kSet, 1);
+    engine.Synchronize(qa);
+    engine.Synchronize(qb);
+    return engine.counters().races - before;
+  };
+  for (Shape first : {kCopyDst, kCopySrc, kFill, kKernelRw, kKernelRo}) {
+    for (Shape second : {kCopyDst, kCopySrc, kFill, kKernelRw, kKernelRo}) {
+      SCOPED_TRACE(std::string(names[first]) + " then " + names[second]);
+      const bool hazard = writes(first) || writes(second);
+      EXPECT_EQ(run(first, second, /*ordered=*/false, x + 32), hazard ? 1u : 0u)
+          << (hazard ? "an unordered hazard was not reported"
+                     : "two reads are no race");
+      EXPECT_EQ(run(first, second, /*ordered=*/true, x + 32), 0u)
+          << "ordered by a signal";
+      EXPECT_EQ(run(first, second, /*ordered=*/false, x + 64), 0u)
+          << "adjacent, not overlapping";
+    }
+  }
+  engine.DestroyQueue(qa);
+  engine.DestroyQueue(qb);
+}
+
 // An op with several ranges (a dispatch's bindings): each one is checked,
 // and ranges that only meet other reads are not a race.
 TEST(EngineTest, RaceOnAFurtherRangeIsReported) {
