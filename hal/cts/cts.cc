@@ -1,6 +1,8 @@
 #include "hal/cts/cts.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "hal/uri.h"
@@ -69,6 +71,14 @@ std::string TestDeviceUri(const std::string& test_name) {
   if (!uri.ok()) return ctx.uri;  // CreateDevice reports it
   uri->params[ctx.backend->seed_param] =
       std::to_string(DeriveTestSeed(ctx.seed, test_name));
+  const char* trace_dir = std::getenv("HAL_CHECK_TRACE_DIR");
+  if (trace_dir && *trace_dir && !ctx.backend->trace_param.empty()) {
+    static int tests = 0;
+    char index[16];
+    std::snprintf(index, sizeof(index), "%05d-", tests++);
+    uri->params[ctx.backend->trace_param] =
+        std::string(trace_dir) + "/" + index + test_name + ".trace";
+  }
   return uri->ToString();
 }
 

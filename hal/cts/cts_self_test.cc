@@ -70,6 +70,26 @@ TEST(HalCheckSelfTest, BySeed) {
   }
 }
 
+// By the swarm's fault plan (the device URI's fault parameters): a plan with
+// op_fail_ppm reports what an oracle would, one with slow_ppm what a wait
+// that never ended would, and any other plan (or none) fails the test as a
+// fault may (tolerated by --swarm). So a swarm sweep shows ORACLE and
+// LIVENESS seeds, and --minimize finds the one plan item each needs.
+TEST(HalCheckSelfTest, ByFaultPlan) {
+  SELF_TEST_ONLY();
+  const std::string& uri = GetContext().uri;
+  if (uri.find("op_fail_ppm") != std::string::npos) {
+    ADD_FAILURE() << "an oracle reported 1 new self-test finding during this "
+                     "test (on purpose)";
+  } else if (uri.find("slow_ppm") != std::string::npos) {
+    ADD_FAILURE() << "DEADLINE_EXCEEDED: semaphore wait timed out: payload 0 "
+                     "< 1 (on purpose)";
+  } else if (uri.find("_ppm") != std::string::npos ||
+             uri.find("lose_device_at") != std::string::npos) {
+    ADD_FAILURE() << "an injected fault failed this self-test (tolerated)";
+  }
+}
+
 // A helper that cannot read must fail the test, not hand back fewer bytes
 // than asked for: the caller indexes them (undefined behaviour, and under
 // UBSan the end of the whole run).

@@ -50,6 +50,13 @@ class Submission : public CtsTest {
     UpstreamKind kind = UpstreamKind::kWaiting;
     std::shared_ptr<std::atomic<bool>> started =
         std::make_shared<std::atomic<bool>>(false);
+    // Everything was created and the upstream submitted (the tests assert
+    // it: under injected faults setup may fail, and then nothing would
+    // ever signal `mid`).
+    bool ready = false;
+    // Fails the gate when the test ends, early or not, so that an upstream
+    // never waits past it.
+    std::shared_ptr<FailOnExit> fail_gate;
     Points wait() const { return {{mid.get(), 1}}; }
     Points signal() const { return {{out.get(), 1}, {side.get(), 5}}; }
   };
@@ -66,25 +73,33 @@ class Submission : public CtsTest {
     u.scratch = NewHostBuffer(4, 0xEE);
     if (device()->queue_count() >= 2) u.downstream = 2;
     u.kind = kind;
-    if (!u.gate || !u.mid || !u.scratch) return u;
+    if (!u.gate || !u.mid || !u.out || !u.side || !u.scratch) return u;
+    u.fail_gate = std::make_shared<FailOnExit>();
+    u.fail_gate->semaphores.push_back(u.gate);
     if (kind == UpstreamKind::kWaiting) {
-      CTS_EXPECT_OK(Fill(1, {{u.gate.get(), 1}}, {{u.mid.get(), 1}},
-                         u.scratch.get(), 0, 4, 0x01));
+      Status s = Fill(1, {{u.gate.get(), 1}}, {{u.mid.get(), 1}},
+                      u.scratch.get(), 0, 4, 0x01);
+      CTS_EXPECT_OK(s);
+      u.ready = s.ok();
       return u;
     }
     Ref<HalSemaphore> gate = u.gate;
     auto started = u.started;
     u.hop = NewSemaphore(0);
     if (!u.hop) return u;
-    CTS_EXPECT_OK(device()->QueueHostCall(
+    Status s = device()->QueueHostCall(
         1, Points{}, Points{{u.hop.get(), 1}}, [gate, started]() -> Status {
           started->store(true);
           return gate->Wait(1, Timeout::After(kCtsTimeout));
-        }));
+        });
+    CTS_EXPECT_OK(s);
+    if (!s.ok()) return u;
     // Device work behind it on the same queue: a driver may issue it (and
     // the op under test's wait on it) before the host call returns.
-    CTS_EXPECT_OK(Fill(1, {{u.hop.get(), 1}}, {{u.mid.get(), 1}},
-                       u.scratch.get(), 0, 4, 0x01));
+    s = Fill(1, {{u.hop.get(), 1}}, {{u.mid.get(), 1}}, u.scratch.get(), 0, 4,
+             0x01);
+    CTS_EXPECT_OK(s);
+    u.ready = s.ok();
     return u;
   }
   void FailUpstreamAndCheck(const Upstream& u) {
@@ -804,7 +819,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsFill) {
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
     auto target = NewHostBuffer(16, 0xEE);
-    ASSERT_TRUE(u.out && u.side && target);
+    ASSERT_TRUE(u.ready && target);
     CTS_ASSERT_OK(
         Fill(u.downstream, u.wait(), u.signal(), target.get(), 0, 16, 0x11));
     FailUpstreamAndCheck(u);
@@ -818,7 +833,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsUpdate) {
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
     auto target = NewHostBuffer(16, 0xEE);
-    ASSERT_TRUE(u.out && u.side && target);
+    ASSERT_TRUE(u.ready && target);
     const Bytes data(16, 0x22);
     CTS_ASSERT_OK(device()->QueueUpdate(u.downstream, u.wait(), u.signal(),
                                         data.data(), target.get(), 0, 16));
@@ -833,7 +848,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsCopy) {
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
     auto source = NewHostBuffer(16, 0x33), target = NewHostBuffer(16, 0xEE);
-    ASSERT_TRUE(u.out && u.side && source && target);
+    ASSERT_TRUE(u.ready && source && target);
     CTS_ASSERT_OK(device()->QueueCopy(u.downstream, u.wait(), u.signal(),
                                       source.get(), 0, target.get(), 0, 16));
     FailUpstreamAndCheck(u);
@@ -847,7 +862,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsExecute) {
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
     auto target = NewHostBuffer(16, 0xEE);
-    ASSERT_TRUE(u.out && u.side && target);
+    ASSERT_TRUE(u.ready && target);
     CTS_ASSERT_OK_AND_ASSIGN(
         Ref<CommandBuffer> cb,
         device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
@@ -870,7 +885,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsBarrier) {
     SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
-    ASSERT_TRUE(u.out && u.side);
+    ASSERT_TRUE(u.ready);
     CTS_ASSERT_OK(device()->QueueBarrier(u.downstream, u.wait(), u.signal()));
     FailUpstreamAndCheck(u);
   }
@@ -882,7 +897,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsHostCall) {
     SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
-    ASSERT_TRUE(u.out && u.side);
+    ASSERT_TRUE(u.ready);
     auto ran = std::make_shared<std::atomic<bool>>(false);
     CTS_ASSERT_OK(device()->QueueHostCall(u.downstream, u.wait(), u.signal(),
                                           [ran]() -> Status {
@@ -900,7 +915,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsAlloca) {
     SCOPED_TRACE(kind == UpstreamKind::kIssued ? "upstream issued"
                                                : "upstream waiting");
     Upstream u = StartUpstream(kind);
-    ASSERT_TRUE(u.out && u.side);
+    ASSERT_TRUE(u.ready);
     CTS_ASSERT_OK_AND_ASSIGN(
         Ref<HalBuffer> buffer,
         device()->QueueAlloca(u.downstream, u.wait(), u.signal(),
@@ -917,7 +932,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueFailsFileWriteAndRead) {
     Upstream u = StartUpstream(kind);
     auto source = NewHostBuffer(16, 0x55), target = NewHostBuffer(16, 0xEE);
     auto read_done = NewSemaphore(0);
-    ASSERT_TRUE(u.out && u.side && source && target && read_done);
+    ASSERT_TRUE(u.ready && source && target && read_done);
     std::vector<uint8_t> memory(16, 0xAB);
     CTS_ASSERT_OK_AND_ASSIGN(
         Ref<::hal::File> file,
@@ -943,7 +958,7 @@ TEST_F(Submission, UpstreamFailureAfterIssueCrossesQueuesTransitively) {
     Upstream u = StartUpstream(kind);
     auto target = NewHostBuffer(12, 0xEE);
     auto hop = NewSemaphore(0);
-    ASSERT_TRUE(u.out && u.side && target && hop);
+    ASSERT_TRUE(u.ready && target && hop);
     CTS_ASSERT_OK(Fill(u.downstream, u.wait(), {{hop.get(), 1}}, target.get(),
                        0, 4, 0x01));
     CTS_ASSERT_OK(Fill(1, {{hop.get(), 1}}, {{u.side.get(), 5}}, target.get(),

@@ -12,7 +12,9 @@
 //
 // --seeds=A..B runs the suite once per seed, each in its own child process
 // and process group with a time limit, and reports every seed as ok, FAIL,
-// CRASH (a signal) or HANG (the time limit), each with its replay command.
+// CRASH (a signal) or HANG (the time limit), each with its replay command;
+// --swarm, --determinism and --minimize are sweeps too
+// (hal_check_sweep.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -37,6 +39,7 @@
 
 #include "hal/cts/cts.h"
 #include "hal/driver.h"
+#include "hal/tools/hal_check_sweep.h"
 #include "hal/uri.h"
 
 extern char** environ;
@@ -57,6 +60,17 @@ the run's trace hash (where the driver has one) and RESULT: PASS or FAIL.
   --seed-timeout=S    with --seeds: a seed still running after S seconds is
                       killed (with its process group) and reported as HANG
                       (default: 300).
+  --swarm=A..B        as --seeds, each seed also drawing a fault plan from
+                      the one fault grammar (printed; the seed alone replays
+                      it). Tests may fail from the faults; a seed fails
+                      only on CRASH, HANG, ORACLE (a simulator oracle
+                      reported: race, broken vendor rule, late wake-up) or
+                      LIVENESS (a wait timed out: something neither reached
+                      its value nor failed).
+  --swarm --minimize=S  shrinks swarm seed S: drops the plan items and tests
+                      the failure does not need; prints the command.
+  --determinism=A..B  runs each seed twice with traces on and reports the
+                      first trace line that differs, with both lines.
   --json              print the result as JSON instead of the table.
   --json=FILE         also write the JSON to FILE.
   --verbose           also print gtest's own output (every test, every
@@ -83,8 +97,12 @@ Exit status:
 )";
 
 constexpr char kSelfTestEnv[] = "HAL_CHECK_SELF_TEST";
-constexpr int kExitFail = 1, kExitUsage = 2, kExitNoDevice = 3,
-              kExitNothingRan = 4;
+using hal::tools::kExitFail;
+using hal::tools::kExitNoDevice;
+using hal::tools::kExitNothingRan;
+using hal::tools::kExitUsage;
+using hal::tools::RunSetup;
+using hal::tools::ShellQuote;
 
 struct Failure {
   std::string test;
@@ -147,27 +165,6 @@ class TableListener : public ::testing::EmptyTestEventListener {
   std::string skip_reason_;
 };
 
-// Single-quotes `s` for a POSIX shell.
-std::string ShellQuote(const std::string& s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) &&
-        !std::strchr("-_./=:,+@%", c)) {
-      plain = false;
-    }
-  }
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string JsonEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -190,49 +187,6 @@ std::string Hex(uint64_t v) {
   std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
   return buf;
 }
-
-// How this run is seeded and replayed.
-struct RunSetup {
-  std::string program;  // argv[0]
-  const hal::cts::Backend* backend = nullptr;
-  hal::DeviceUri base;  // the URI without the seed parameter
-  uint64_t seed = 0;
-  std::string seed_env;    // HALSIM_SEED when the seed is not in the URI
-  std::string seed_alias;  // HALSIM_<DRIVER>_SEED, read when it is unset
-
-  // The device URI of the whole run (with the run seed).
-  std::string RunUri(uint64_t run_seed) const {
-    hal::DeviceUri u = base;
-    if (!backend->seed_param.empty()) {
-      u.params[backend->seed_param] = std::to_string(run_seed);
-    }
-    return u.ToString();
-  }
-  // Environment variables a replay needs: the seed variable and every HAL_*
-  // and HALSIM_* variable set now (libraries, fault plans, self-tests).
-  std::string EnvPrefix(uint64_t run_seed) const {
-    std::string out;
-    if (!seed_env.empty())
-      out += seed_env + "=" + std::to_string(run_seed) + " ";
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) continue;
-      std::string name = kv.substr(0, eq);
-      if (name == seed_env || name == seed_alias) continue;
-      if (name.rfind("HAL_", 0) != 0 && name.rfind("HALSIM_", 0) != 0) continue;
-      out += name + "=" + ShellQuote(kv.substr(eq + 1)) + " ";
-    }
-    return out;
-  }
-  std::string Replay(uint64_t run_seed, const std::string& extra) const {
-    return EnvPrefix(run_seed) + ShellQuote(program) + " " +
-           ShellQuote("--device=" + RunUri(run_seed)) + extra;
-  }
-  std::string ReplayTest(const std::string& test) const {
-    return Replay(seed, " " + ShellQuote("--gtest_filter=" + test));
-  }
-};
 
 struct Totals {
   int passed = 0, failed = 0, skipped = 0, xfail = 0, xpass = 0;
@@ -367,199 +321,6 @@ int CheckDevice(const std::string& uri) {
   return kExitNoDevice;
 }
 
-// ---------------------------------------------------------------------------
-// --seeds
-
-volatile sig_atomic_t g_child_group = 0;
-
-void KillChildAndExit(int sig) {
-  if (g_child_group > 0) kill(-g_child_group, SIGKILL);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// The last `n` non-empty lines of the file at `path`.
-std::vector<std::string> TailLines(const std::string& path, size_t n) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    lines.push_back(line);
-    if (lines.size() > n) lines.erase(lines.begin());
-  }
-  return lines;
-}
-
-// The failure block of the child's table: from the first "FAILED: " line to
-// the trace hash or RESULT line.
-std::vector<std::string> FailureLines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  bool in_block = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("FAILED: ", 0) == 0) in_block = true;
-    if (line.rfind("trace hash: ", 0) == 0 || line.rfind("RESULT: ", 0) == 0) {
-      in_block = false;
-    }
-    if (in_block) lines.push_back(line);
-  }
-  return lines;
-}
-
-// Runs this program once per seed in [first, last]; returns the exit status.
-int SweepSeeds(RunSetup run, uint64_t first, uint64_t last, double timeout_s,
-               const std::vector<std::string>& passed_flags) {
-  signal(SIGINT, KillChildAndExit);
-  signal(SIGTERM, KillChildAndExit);
-  signal(SIGHUP, KillChildAndExit);
-  const uint64_t count = last - first + 1;  // 0 when the range is all of uint64
-  char log_path[] = "/tmp/hal-check-seed-XXXXXX";
-  int log_fd = mkostemp(log_path, O_CLOEXEC);
-  if (log_fd < 0) {
-    std::perror("hal-check: mkstemp");
-    return kExitFail;
-  }
-  std::map<std::string, std::vector<uint64_t>> bad;  // outcome -> seeds
-  uint64_t nothing_ran = 0, done = 0;
-  for (uint64_t seed = first;; ++seed) {
-    ++done;
-    if (ftruncate(log_fd, 0) != 0 || lseek(log_fd, 0, SEEK_SET) != 0) {
-      std::perror("hal-check: truncating the seed's log");
-    }
-    std::vector<std::string> args = {
-        run.program, "--device=" + run.RunUri(seed), "--verbose"};
-    args.insert(args.end(), passed_flags.begin(), passed_flags.end());
-    // Everything the child needs is built here: between fork and exec it
-    // calls only async-signal-safe functions (the parent may have threads,
-    // e.g. a vendor-API simulator's, holding the allocator's lock).
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    std::string seed_kv = run.seed_env + "=" + std::to_string(seed);
-    for (char** e = environ; *e; ++e) {
-      if (!run.seed_env.empty() &&
-          std::strncmp(*e, seed_kv.c_str(), run.seed_env.size() + 1) == 0) {
-        continue;
-      }
-      env_strings.push_back(*e);
-    }
-    if (!run.seed_env.empty()) env_strings.push_back(seed_kv);
-    std::vector<char*> envp;
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    auto start = std::chrono::steady_clock::now();
-    pid_t pid = fork();
-    if (pid == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-      if (devnull >= 0) dup2(devnull, 0);
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
-      execve("/proc/self/exe", argv.data(), envp.data());
-      _exit(127);
-    }
-    if (devnull >= 0) close(devnull);
-    std::string outcome;
-    std::string detail;
-    int status = 0;
-    if (pid < 0) {
-      outcome = "ERROR";
-      detail = std::string("fork: ") + std::strerror(errno);
-    } else {
-      setpgid(pid, pid);  // also here: no race with the kill below
-      g_child_group = pid;
-      bool hung = false;
-      for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        if (r < 0 && errno != EINTR) {
-          status = -1;
-          break;
-        }
-        double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-        if (!hung && elapsed > timeout_s) {
-          hung = true;
-          kill(-pid, SIGKILL);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(hung ? 1 : 20));
-      }
-      g_child_group = 0;
-      if (hung) {
-        outcome = "HANG";
-        char buf[64];
-        std::snprintf(buf, sizeof(buf), "still running after %g s", timeout_s);
-        detail = buf;
-      } else if (status != -1 && WIFSIGNALED(status)) {
-        outcome = "CRASH";
-        detail = std::string("signal ") + std::to_string(WTERMSIG(status)) +
-                 " (" + strsignal(WTERMSIG(status)) + ")";
-      } else if (status == -1 || !WIFEXITED(status)) {
-        outcome = "ERROR";
-        detail = "lost the child";
-      } else {
-        switch (WEXITSTATUS(status)) {
-          case 0:
-            outcome = "ok";
-            break;
-          case kExitFail:
-            outcome = "FAIL";
-            break;
-          case kExitNothingRan:
-            outcome = "nothing ran";
-            ++nothing_ran;
-            break;
-          default:
-            outcome = "ERROR";
-            detail = "exit status " + std::to_string(WEXITSTATUS(status));
-        }
-      }
-    }
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    std::printf("[%" PRIu64 "/%" PRIu64 "] seed %" PRIu64 " %s (%.1f s)%s%s\n",
-                done, count, seed, outcome.c_str(), secs,
-                detail.empty() ? "" : ": ", detail.c_str());
-    if (outcome != "ok" && outcome != "nothing ran") {
-      bad[outcome].push_back(seed);
-      // What failed, or what was running when it crashed or hung.
-      std::vector<std::string> lines = FailureLines(log_path);
-      if (outcome != "FAIL" || lines.empty()) lines = TailLines(log_path, 8);
-      for (const auto& l : lines) std::printf("    %s\n", l.c_str());
-      std::string flags;
-      for (const auto& f : passed_flags) flags += " " + ShellQuote(f);
-      std::printf("  replay the seed: %s\n", run.Replay(seed, flags).c_str());
-    }
-    std::fflush(stdout);
-    if (seed == last) break;  // last may be UINT64_MAX
-  }
-  close(log_fd);
-  unlink(log_path);
-  uint64_t failed = 0;
-  for (const auto& [outcome, seeds] : bad) failed += seeds.size();
-  std::printf("hal-check: %" PRIu64 " of %" PRIu64 " seed(s) failed", failed,
-              done);
-  for (const auto& [outcome, seeds] : bad) {
-    std::printf("; %s:", outcome.c_str());
-    for (uint64_t s : seeds) std::printf(" %" PRIu64, s);
-  }
-  std::printf("\n");
-  if (failed == 0 && nothing_ran == done) {
-    std::printf(
-        "hal-check: nothing ran in any seed (filter or skips)\nRESULT: FAIL\n");
-    return kExitNothingRan;
-  }
-  std::printf(failed ? "RESULT: FAIL\n" : "RESULT: PASS\n");
-  return failed ? kExitFail : 0;
-}
-
 bool ParseU64(const std::string& s, uint64_t* out) {
   if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])))
     return false;
@@ -584,6 +345,9 @@ int main(int argc, char** argv) {
   std::string json_path;
   bool json_stdout = false, verbose = false;
   std::string seeds;
+  hal::tools::SweepMode mode = hal::tools::SweepMode::kSeeds;
+  bool swarm_flag = false;
+  std::string minimize;
   double seed_timeout = 300;
   std::vector<std::string> gtest_flags;
   std::vector<char*> gtest_args = {argv[0]};
@@ -594,6 +358,16 @@ int main(int argc, char** argv) {
       uri = arg.substr(9);
     } else if (arg.rfind("--seeds=", 0) == 0) {
       seeds = arg.substr(8);
+    } else if (arg.rfind("--swarm=", 0) == 0) {
+      seeds = arg.substr(8);
+      mode = hal::tools::SweepMode::kSwarm;
+    } else if (arg == "--swarm") {
+      swarm_flag = true;
+    } else if (arg.rfind("--minimize=", 0) == 0) {
+      minimize = arg.substr(11);
+    } else if (arg.rfind("--determinism=", 0) == 0) {
+      seeds = arg.substr(14);
+      mode = hal::tools::SweepMode::kDeterminism;
     } else if (arg.rfind("--seed-timeout=", 0) == 0) {
       char* end = nullptr;
       seed_timeout = std::strtod(arg.c_str() + 15, &end);
@@ -672,21 +446,46 @@ int main(int argc, char** argv) {
     run.seed = ((uint64_t{rd()} << 32) ^ rd()) >> 1;
   }
 
-  if (!seeds.empty()) {
-    uint64_t first = 0, last = 0;
-    auto dots = seeds.find("..");
-    if (dots == std::string::npos || !ParseU64(seeds.substr(0, dots), &first) ||
-        !ParseU64(seeds.substr(dots + 2), &last) || first > last) {
-      return Usage(
-          ("--seeds wants A..B with A <= B, got '" + seeds + "'").c_str());
+  if (!minimize.empty() || swarm_flag) {
+    uint64_t seed = 0;
+    if (!swarm_flag || !ParseU64(minimize, &seed)) {
+      return Usage("--minimize=S goes with --swarm and wants a seed");
+    }
+    if (run.backend->swarm_faults.empty()) {
+      return Usage("this driver's backend names no swarm faults");
     }
     if (!run.seed_env.empty())
-      setenv(run.seed_env.c_str(), std::to_string(first).c_str(), 1);
-    if (int rc = CheckDevice(run.RunUri(first))) return rc;
-    if (json_stdout || !json_path.empty()) {
-      return Usage("--json reports one run; it does not go with --seeds");
+      setenv(run.seed_env.c_str(), std::to_string(seed).c_str(), 1);
+    if (int rc = CheckDevice(run.RunUri(seed))) return rc;
+    hal::tools::SweepOptions options;
+    options.timeout_s = seed_timeout;
+    options.gtest_flags = gtest_flags;
+    return hal::tools::MinimizeSwarmSeed(run, seed, options);
+  }
+  if (!seeds.empty()) {
+    hal::tools::SweepOptions options;
+    options.mode = mode;
+    options.timeout_s = seed_timeout;
+    options.gtest_flags = gtest_flags;
+    auto dots = seeds.find("..");
+    if (dots == std::string::npos ||
+        !ParseU64(seeds.substr(0, dots), &options.first) ||
+        !ParseU64(seeds.substr(dots + 2), &options.last) ||
+        options.first > options.last) {
+      return Usage(
+          ("a sweep wants A..B with A <= B, got '" + seeds + "'").c_str());
     }
-    return SweepSeeds(run, first, last, seed_timeout, gtest_flags);
+    if (mode == hal::tools::SweepMode::kSwarm &&
+        run.backend->swarm_faults.empty()) {
+      return Usage("this driver's backend names no swarm faults");
+    }
+    if (!run.seed_env.empty())
+      setenv(run.seed_env.c_str(), std::to_string(options.first).c_str(), 1);
+    if (int rc = CheckDevice(run.RunUri(options.first))) return rc;
+    if (json_stdout || !json_path.empty()) {
+      return Usage("--json reports one run; it does not go with a sweep");
+    }
+    return hal::tools::SweepSeeds(run, options);
   }
 
   if (!run.seed_env.empty()) {

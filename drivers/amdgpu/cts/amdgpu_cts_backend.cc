@@ -26,6 +26,8 @@ void RegisterAmdgpuCtsBackend() {
   b.oracle_counters = [] {
     return sim::HalsimOracleCounters(sim::FindHalsimControl("amdgpu"));
   };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "late_signal_ppm", "lose_device_at"};
   RegisterBackend(std::move(b));
 }
 

@@ -30,6 +30,8 @@ void RegisterCudaCtsBackend() {
   b.oracle_counters = [] {
     return sim::HalsimOracleCounters(sim::FindHalsimControl("cuda"));
   };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "late_signal_ppm"};
   RegisterBackend(std::move(b));
 }
 

@@ -26,6 +26,8 @@ void RegisterHipCtsBackend() {
   b.oracle_counters = [] {
     return sim::HalsimOracleCounters(sim::FindHalsimControl("hip"));
   };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "late_signal_ppm"};
   RegisterBackend(std::move(b));
 }
 

@@ -33,6 +33,8 @@ void RegisterLevelZeroCtsBackend() {
   b.oracle_counters = [] {
     return sim::HalsimOracleCounters(sim::FindHalsimControl("level_zero"));
   };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "late_signal_ppm"};
   RegisterBackend(std::move(b));
 }
 

@@ -57,6 +57,8 @@ void RegisterMetalCtsBackend() {
     return control.trace_hash();
   };
   b.oracle_counters = [] { return sim::HalsimOracleCounters(MetalControl()); };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "late_signal_ppm"};
   RegisterBackend(std::move(b));
 }
 

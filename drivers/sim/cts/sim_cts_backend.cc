@@ -14,6 +14,9 @@ void RegisterSimCtsBackend() {
             kTagDispatch,   kTagDispatchBoundsChecks};
   b.seed_param = "seed";
   b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
+  b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
+                    "lose_device_at"};
+  b.trace_param = "trace";
   RegisterBackend(std::move(b));
 }
 
