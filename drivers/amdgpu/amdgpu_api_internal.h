@@ -27,6 +27,13 @@ namespace hal::amdgpu {
 // The per-queue epoch signal starts here and drops by one per completed
 // packet: far from 0 and from overflow either way.
 constexpr hsa_signal_value_t kEpochBase = hsa_signal_value_t{1} << 62;
+// What a stream's epoch is set to once its queue reported an error: below
+// every target, so no wait on it blocks (the queue stopped: the packets
+// behind the error never complete, and an indirect dispatch's target is
+// not even published when its patch failed); StreamError reports why.
+// Far from the bottom, so that packets a simulated queue still retires
+// (decrementing it) cannot wrap it.
+constexpr hsa_signal_value_t kEpochDead = -(hsa_signal_value_t{1} << 61);
 
 // Bytes of a range each workgroup of a blit kernel covers (64 work-items of
 // 256 bytes: device/amdgpu_blit_kernels.c).
@@ -44,6 +51,7 @@ struct HsaStream {
   std::mutex mutex;      // packet writing
   uint64_t written = 0;  // packets written (the next packet's index)
   std::atomic<int> error{HSA_STATUS_SUCCESS};  // the queue's first error
+  const HsaSymbols* syms = nullptr;  // for the error callback
   // Host-function gates: (packets written once its barrier was, signal),
   // and the gates whose barrier completed, for reuse (the seed's pooled
   // signals: a host function creates no signal in the steady state).

@@ -13,6 +13,9 @@ void OnQueueError(hsa_status_t status, hsa_queue_t*, void* data) {
   auto* s = static_cast<HsaStream*>(data);
   int expected = HSA_STATUS_SUCCESS;
   s->error.compare_exchange_strong(expected, static_cast<int>(status));
+  // Releases every waiter of the epoch (kEpochDead): a wait on a stopped
+  // queue would otherwise never end.
+  if (s->syms) s->syms->hsa_signal_store_screlease(s->epoch, kEpochDead);
 }
 
 // A host function: runs once the work before it completed, then opens the
@@ -143,6 +146,7 @@ void HsaApi::Reclaim(HsaStream* s) {
 
 Status HsaApi::StreamCreate(gpu::GpuStream* out) {
   auto s = std::make_unique<HsaStream>();
+  s->syms = syms_.get();
   // By pairs: a HAL queue's work and callback streams share an agent.
   s->agent =
       static_cast<size_t>((streams_created_.fetch_add(1) / 2) % agents_.size());
@@ -236,7 +240,7 @@ Status HsaApi::StreamSynchronize(gpu::GpuStream stream) {
 Status HsaApi::StreamError(HsaStream* s) {
   if (int error = s->error.load(); error != HSA_STATUS_SUCCESS) {
     return HsaStatusToStatus(syms_.get(), static_cast<hsa_status_t>(error),
-                             "hsa_queue_create (error callback)",
+                             "the AQL queue's error callback",
                              "device work failed");
   }
   // Written by the patch kernel with a release store (system scope).

@@ -21,6 +21,8 @@
 #   NO_LONG          no seed sweeps (a second configuration of a driver whose
 #                    first one runs them; pair with LONG_CASES 0);
 #   SWEEP_SEEDS a..b the seeds of the long sweeps (default 0..39);
+#   SWARM_SEEDS a..b the CI swarm sample's seeds (default 1..4; not for a
+#                    second configuration);
 #   LONG_CASES n     cases per property in the long runs on this device
 #                    (default HAL_PROPERTY_LONG_CASES; 0: no long runs);
 #   EXTRA_ENV a=b..  more environment for every test (validation layers,
@@ -28,7 +30,7 @@
 #                    simulated library's own variable).
 function(hal_gpu_driver_checks)
   cmake_parse_arguments(ARG "NO_GRAPH;NO_REPLAY;NO_SYNC_ALLOC;NO_LONG"
-                        "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME;SWEEP_SEEDS;LONG_CASES"
+                        "DRIVER;SIM_TARGET;LIBRARY_VAR;NAME;SWEEP_SEEDS;SWARM_SEEDS;LONG_CASES"
                         "EXTRA_ENV" ${ARGN})
   if(NOT ARG_SWEEP_SEEDS)
     set(ARG_SWEEP_SEEDS 0..39)
@@ -106,6 +108,14 @@ function(hal_gpu_driver_checks)
       LABELS "long;${label}" TIMEOUT 1200
       ENVIRONMENT "${lib};HALSIM_RACES=abort")
   endforeach()
+
+  if(NOT ARG_NAME)
+    include(${CMAKE_SOURCE_DIR}/hal/tools/tests/hal_check_test.cmake)
+    if(NOT ARG_SWARM_SEEDS)
+      set(ARG_SWARM_SEEDS 1..4)
+    endif()
+    hal_swarm_sample(${label} "${d}" ${ARG_SWARM_SEEDS} ${lib})
+  endif()
 
   if(ARG_NAME OR ARG_NO_REPLAY)
     return()  # a second configuration: the replay check runs once

@@ -1044,6 +1044,21 @@ TEST_F(AmdgpuSim, IndirectDispatchReadsTheCountOnTheDevice) {
   EXPECT_EQ(controls_.kernels_run() - kernels_before, 5u);
 }
 
+// A fault in the patch kernel stops the queue before it publishes the
+// target dispatch's header: the packets behind it never complete. Waits on
+// the stream must end with the error, not block forever (found by
+// `hal-check --swarm` on amdgpu: a CTS wait timed out at 20 s).
+TEST_F(AmdgpuSim, FaultedIndirectDispatchFailsWaitsInsteadOfHanging) {
+  IndirectFixture f;
+  REQUIRE_INDIRECT(f);
+  ASSERT_EQ(controls_.set_faults("fail_op=1"), 0);  // the patch packet
+  Status launched = f.Launch(2, 1, 1);
+  ASSERT_TRUE(launched.ok()) << launched.ToString();
+  Status synced = f.api->StreamSynchronize(f.stream);
+  EXPECT_EQ(synced.code(), StatusCode::kDataLoss) << synced.ToString();
+  EXPECT_EQ(f.Filled(), 0u);
+}
+
 // Two indirect dispatches on two streams that share one count buffer, with
 // nothing ordering them, are no race: the patch kernel only reads the count
 // (it declares the packet and its status record as written). Each fills its

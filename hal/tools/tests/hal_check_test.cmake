@@ -23,3 +23,17 @@ function(hal_check_test name rc)
   set_tests_properties(unit.tools.hal_check.${name} PROPERTIES
                        LABELS "unit;sim" TIMEOUT 120)
 endfunction()
+
+# hal_swarm_sample(LABEL DEVICE SEEDS [ENV ...]): the CI-size swarm sample of
+# one device, ctest entry swarm.LABEL (label "swarm;LABEL", so the default
+# and ASan passes of ci/test run it, not TSan's): `hal-check --swarm=SEEDS`,
+# a fault plan drawn per seed; a seed fails only on a crash, a hang, an
+# oracle report or a wait that timed out (docs/testing.md, "Swarm"). The
+# nightly runs 1,000 seeds per device (ci/nightly-shard swarm).
+function(hal_swarm_sample label device seeds)
+  add_test(NAME swarm.${label}
+           COMMAND $<TARGET_FILE:hal-check> "--device=${device}"
+                   --swarm=${seeds} --seed-timeout=240)
+  set_tests_properties(swarm.${label} PROPERTIES
+    LABELS "swarm;${label}" TIMEOUT 900 ENVIRONMENT "${ARGN}")
+endfunction()
