@@ -5,6 +5,7 @@
 
 #include "drivers/amdgpu/amdgpu_api.h"
 #include "drivers/amdgpu/amdgpu_api_internal.h"
+#include "hal/buggify.h"
 
 namespace hal::amdgpu {
 
@@ -195,7 +196,9 @@ Status HsaApi::MemcpyAsync(gpu::GpuDevicePtr dst, gpu::GpuDevicePtr src,
   HsaStream* s = AsStream(stream);
   void* staged = nullptr;
   const bool pageable_src = !Accessible(src, size);
-  if (pageable_src && size > kStagingRingBytes) {
+  // BUGGIFY: the staging ring acts full (memory of its own).
+  if (pageable_src &&
+      (size > kStagingRingBytes || Buggify(BuggifySite::kStagingRingFull))) {
     // Pageable host memory (an update's payload, immutable) too large for
     // the staging ring: copy it now into memory of its own.
     HAL_RETURN_IF_ERROR(MemAllocHost(size, &staged));

@@ -1,5 +1,7 @@
 #include "drivers/gpu/gpu_event_pool.h"
 
+#include "hal/buggify.h"
+
 namespace hal::gpu {
 
 // Kept small: a device rarely has more than a few hundred timepoints alive,
@@ -16,7 +18,8 @@ StatusOr<Ref<GpuEvent>> GpuEventPool::Acquire() {
   GpuEventHandle handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
+    // BUGGIFY: the pool acts empty (a fresh event).
+    if (!free_.empty() && !Buggify(BuggifySite::kEventPoolEmpty)) {
       handle = free_.back();
       free_.pop_back();
     }

@@ -1,8 +1,11 @@
 #include "drivers/gpu/gpu_pending_actions.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "drivers/gpu/gpu_semaphore.h"
+#include "hal/buggify.h"
 
 namespace hal::gpu {
 
@@ -134,6 +137,12 @@ void GpuPendingActions::WorkerMain() {
       done.swap(shared_->completions);
       shared_->dirty = false;
       shutdown = shared_->shutdown;
+    }
+    // BUGGIFY: a late worker (its work waits; nothing may depend on when
+    // it looks).
+    if (Buggify(BuggifySite::kWorkerDelay)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          (incoming.size() * 37 + done.size() * 101) % 256));
     }
     for (auto& a : incoming) pending_.push_back(std::move(a));
     for (GpuAction* a : done) {
@@ -307,6 +316,7 @@ bool GpuPendingActions::TryComplete(GpuAction* action) {
   if (status.ok() && action->done_event) {
     bool ready = false;
     status = api_->EventQuery(action->done_event->handle(), &ready);
+    if (Buggify(BuggifySite::kNotReady)) ready = false;  // the blocking path
     if (status.ok() && !ready) {
       status = api_->EventSynchronize(action->done_event->handle());
     }

@@ -94,6 +94,8 @@ std::string SwarmPlan(uint64_t seed, const std::vector<std::string>& faults) {
     plan += name + "=" + std::to_string(value);
   };
   static const uint64_t kRates[] = {100, 1000, 10000, 50000};
+  // BUGGIFY in the drivers' own code (hal/buggify.h), half of the seeds.
+  if (random.Below(2) == 0) add("buggify", seed);
   for (const std::string& name : faults) {
     if (random.Below(2) == 0) continue;
     if (name == "lose_device_at") {
@@ -317,13 +319,24 @@ bool Failing(const std::string& verdict) {
 void RunArgs(const RunSetup& run, uint64_t seed, const std::string& plan,
              const std::vector<std::string>& flags,
              std::vector<std::string>* args, std::vector<std::string>* env) {
-  *args = {"--device=" + run.RunUri(seed, plan), "--verbose"};
+  // "buggify=N" is HAL_BUGGIFY for the child; the rest is the simulator's.
+  std::string faults, buggify;
+  std::stringstream items(plan);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.rfind("buggify=", 0) == 0) {
+      buggify = item.substr(8);
+    } else {
+      faults += (faults.empty() ? "" : ",") + item;
+    }
+  }
+  *args = {"--device=" + run.RunUri(seed, faults), "--verbose"};
   args->insert(args->end(), flags.begin(), flags.end());
   env->clear();
   if (!run.seed_env.empty()) {
     env->push_back(run.seed_env + "=" + std::to_string(seed));
-    if (!plan.empty()) env->push_back("HALSIM_FAULTS=" + plan);
+    if (!faults.empty()) env->push_back("HALSIM_FAULTS=" + faults);
   }
+  if (!buggify.empty()) env->push_back("HAL_BUGGIFY=" + buggify);
 }
 
 std::string FlagsText(const std::vector<std::string>& flags) {
@@ -589,13 +602,16 @@ int MinimizeSwarmSeed(const RunSetup& run, uint64_t seed,
     }
   }
   const std::string plan = join(items);
+  std::vector<std::string> args, env;
+  RunArgs(run, seed, plan, flags, &args, &env);
   std::string command = run.EnvPrefix(seed);
-  if (!run.seed_env.empty() && !plan.empty()) {
-    command += "HALSIM_FAULTS=" + ShellQuote(plan) + " ";
+  for (const std::string& kv : env) {
+    if (kv.rfind(run.seed_env + "=", 0) == 0 && !run.seed_env.empty()) continue;
+    const size_t eq = kv.find('=');
+    command += kv.substr(0, eq + 1) + ShellQuote(kv.substr(eq + 1)) + " ";
   }
-  command += ShellQuote(run.program) + " " +
-             ShellQuote("--device=" + run.RunUri(seed, plan)) +
-             FlagsText(flags);
+  command +=
+      ShellQuote(run.program) + " " + ShellQuote(args[0]) + FlagsText(flags);
   std::printf(
       "minimized (%s; tests may fail from the faults, the %s is the "
       "finding):\n  %s\n",

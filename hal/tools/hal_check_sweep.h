@@ -65,8 +65,10 @@ int SweepSeeds(const RunSetup& run, const SweepOptions& options);
 
 // The fault plan of swarm seed `seed`: each class of `faults` (a backend's
 // swarm_faults) is in the plan with probability 1/2, at a rate drawn from a
-// few decades (lose_device_at: a virtual time of 1 to 50 ms). Only the seed
-// decides it, so `--swarm=S..S` replays it.
+// few decades (lose_device_at: a virtual time of 1 to 50 ms), and with
+// probability 1/2 "buggify=<seed>" (HAL_BUGGIFY for the run: the drivers'
+// own fault sites, hal/buggify.h). Only the seed decides it, so
+// `--swarm=S..S` replays it.
 std::string SwarmPlan(uint64_t seed, const std::vector<std::string>& faults);
 
 // Shrinks the failing swarm seed `seed` (options.gtest_flags apply) and
