@@ -185,6 +185,10 @@ Status HsaApi::StreamDestroy(gpu::GpuStream stream) {
     std::lock_guard<std::mutex> lock(s->mutex);
     HAL_RETURN_IF_ERROR(WaitEpoch(s.get(), s->written));
   }
+  // The queue first: after a queue error the wait above ends at once
+  // (kEpochDead) with packets still in the queue, which use the gates, the
+  // staging memory and the epoch; a destroyed queue uses nothing.
+  HSA(hsa_queue_destroy(s->queue), "%s", "");
   for (auto& [packets, gate] : s->gates) syms_->hsa_signal_destroy(gate);
   for (hsa_signal_t gate : s->free_gates) syms_->hsa_signal_destroy(gate);
   for (auto& [packets, p] : s->staging) {
@@ -195,7 +199,6 @@ Status HsaApi::StreamDestroy(gpu::GpuStream stream) {
     Untrack(s->ring_memory);
     syms_->hsa_amd_memory_pool_free(s->ring_memory);
   }
-  HSA(hsa_queue_destroy(s->queue), "%s", "");
   syms_->hsa_amd_memory_pool_free(s->kernargs);
   HSA(hsa_signal_destroy(s->epoch), "%s", "");
   return OkStatus();
