@@ -14,6 +14,7 @@
 #endif
 
 #include "hal/buggify.h"
+#include "hal/coverage.h"
 #include "hal/progress.h"
 
 namespace hal {
@@ -313,7 +314,10 @@ Status Semaphore::Signal(uint64_t value) {
       slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
     }
   }
-  if (slow >= kSleeper) WakeSleepers();
+  if (slow >= kSleeper) {
+    Sometimes(CoverageState::kSignalWokeASleeper);
+    WakeSleepers();
+  }
   OnSignaled(value);
   Fire(fired, OkStatus());
   return OkStatus();
@@ -344,7 +348,11 @@ void Semaphore::Fail(Status status) {
     min_pending_ = UINT64_MAX;
     slow_.fetch_and(~kHasTimepoints, std::memory_order_seq_cst);
   }
-  if (slow_.load(std::memory_order_seq_cst) >= kSleeper) WakeSleepers();
+  const bool sleepers = slow_.load(std::memory_order_seq_cst) >= kSleeper;
+  if (sleepers || !fired.empty()) {
+    Sometimes(CoverageState::kSemaphoreFailedWithWaiters);
+  }
+  if (sleepers) WakeSleepers();
   OnFailed(status);
   Fire(reached, OkStatus());
   Fire(fired, status);

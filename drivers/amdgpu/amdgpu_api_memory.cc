@@ -6,6 +6,7 @@
 #include "drivers/amdgpu/amdgpu_api.h"
 #include "drivers/amdgpu/amdgpu_api_internal.h"
 #include "hal/buggify.h"
+#include "hal/coverage.h"
 
 namespace hal::amdgpu {
 
@@ -316,6 +317,7 @@ StatusOr<uint64_t> HsaApi::StageLocked(HsaStream* s, const void* src,
   std::optional<uint64_t> position = s->ring.Reserve(size, 16, tag);
   while (!position) {
     // Full: wait for the oldest staged copy's packet, then retry.
+    Sometimes(CoverageState::kStagingRingFullWaited);
     std::optional<uint64_t> oldest = s->ring.OldestTag();
     if (!oldest || *oldest > s->written) {
       return InternalError(

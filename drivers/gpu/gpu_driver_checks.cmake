@@ -115,6 +115,7 @@ function(hal_gpu_driver_checks)
       set(ARG_SWARM_SEEDS 1..4)
     endif()
     hal_swarm_sample(${label} "${d}" ${ARG_SWARM_SEEDS} ${lib})
+    hal_coverage_check(${label} "${d}" ${lib})
   endif()
 
   if(ARG_NAME OR ARG_NO_REPLAY)

@@ -1,6 +1,7 @@
 #include "drivers/gpu/gpu_event_pool.h"
 
 #include "hal/buggify.h"
+#include "hal/coverage.h"
 
 namespace hal::gpu {
 
@@ -21,6 +22,7 @@ StatusOr<Ref<GpuEvent>> GpuEventPool::Acquire() {
     // BUGGIFY: the pool acts empty (a fresh event).
     if (!free_.empty() && !Buggify(BuggifySite::kEventPoolEmpty)) {
       handle = free_.back();
+      Sometimes(CoverageState::kVendorEventReused);
       free_.pop_back();
     }
   }

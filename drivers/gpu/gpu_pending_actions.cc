@@ -6,6 +6,7 @@
 
 #include "drivers/gpu/gpu_semaphore.h"
 #include "hal/buggify.h"
+#include "hal/coverage.h"
 
 namespace hal::gpu {
 
@@ -20,6 +21,7 @@ void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
     StatusOr<uint64_t> payload = p.semaphore->Query();
     wait_reached[i].store(payload.ok() && *payload >= p.value);
     if (!payload.ok() && failed_at_submission.ok()) {
+      Sometimes(CoverageState::kOpBehindAFailedWait);
       failed_at_submission = payload.status();
     }
   }
@@ -264,6 +266,7 @@ void GpuPendingActions::Issue(std::unique_ptr<GpuAction> action) {
   GpuStream stream = streams_[action->queue];
   Status status;
   for (const Ref<GpuEvent>& event : action->waited_events) {
+    Sometimes(CoverageState::kWaitResolvedOnTheDevice);
     status = api_->StreamWaitEvent(stream, event->handle());
     if (!status.ok()) break;
   }

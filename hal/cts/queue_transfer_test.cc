@@ -201,6 +201,31 @@ TEST_F(QueueTransfer, UpdateLargerThanCommandLimit) {
   EXPECT_EQ(Diff(ReadBack(buffer.get()), want), "");
 }
 
+// More update payload in flight at once than a driver stages in one go (the
+// AMDGPU driver's staging ring holds 256 KiB): the driver must wait for
+// space or stage elsewhere, and every byte must land.
+TEST_F(QueueTransfer, ManyUpdatesInFlight) {
+  constexpr size_t kChunk = 48 * 1024;
+  constexpr int kUpdates = 24;  // 1.1 MiB
+  auto buffer = NewDeviceBuffer(kChunk * kUpdates);
+  auto done = NewSemaphore(0);
+  ASSERT_TRUE(buffer && done);
+  Bytes want(kChunk * kUpdates);
+  for (int i = 0; i < kUpdates; ++i) {
+    Bytes chunk(kChunk);
+    for (size_t j = 0; j < kChunk; ++j) {
+      chunk[j] = static_cast<uint8_t>(i * 31 + j * 7 + (j >> 9));
+    }
+    std::copy(chunk.begin(), chunk.end(), want.begin() + i * kChunk);
+    const uint64_t v = static_cast<uint64_t>(i);
+    CTS_ASSERT_OK(device()->QueueUpdate(
+        1, i ? Points{{done.get(), v}} : Points{}, Points{{done.get(), v + 1}},
+        chunk.data(), buffer.get(), i * kChunk, kChunk));
+  }
+  CTS_ASSERT_OK(WaitFor(done.get(), kUpdates));
+  EXPECT_EQ(Diff(ReadBack(buffer.get()), want), "");
+}
+
 TEST_F(QueueTransfer, UpdateInvalidArguments) {
   auto buffer = NewHostBuffer(64, 0x33);
   ASSERT_TRUE(buffer);

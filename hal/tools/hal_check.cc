@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "hal/coverage.h"
 #include "hal/cts/cts.h"
 #include "hal/driver.h"
 #include "hal/tools/hal_check_sweep.h"
@@ -71,6 +72,9 @@ the run's trace hash (where the driver has one) and RESULT: PASS or FAIL.
                       the failure does not need; prints the command.
   --determinism=A..B  runs each seed twice with traces on and reports the
                       first trace line that differs, with both lines.
+  --coverage          after the table, how often each rare state that
+                      applies to the driver was reached (hal/coverage.h).
+  --coverage=require  the same, and the run fails when one never was.
   --json              print the result as JSON instead of the table.
   --json=FILE         also write the JSON to FILE.
   --verbose           also print gtest's own output (every test, every
@@ -348,6 +352,7 @@ int main(int argc, char** argv) {
   hal::tools::SweepMode mode = hal::tools::SweepMode::kSeeds;
   bool swarm_flag = false;
   std::string minimize;
+  int coverage = 0;  // 1: print, 2: require
   double seed_timeout = 300;
   std::vector<std::string> gtest_flags;
   std::vector<char*> gtest_args = {argv[0]};
@@ -361,6 +366,10 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--swarm=", 0) == 0) {
       seeds = arg.substr(8);
       mode = hal::tools::SweepMode::kSwarm;
+    } else if (arg == "--coverage") {
+      coverage = 1;
+    } else if (arg == "--coverage=require") {
+      coverage = 2;
     } else if (arg == "--swarm") {
       swarm_flag = true;
     } else if (arg.rfind("--minimize=", 0) == 0) {
@@ -553,5 +562,22 @@ int main(int argc, char** argv) {
     }
   }
   if (!nothing_ran.empty()) return kExitNothingRan;
+  if (coverage) {
+    int missing = 0;
+    std::printf("coverage (rare states reached, hal/coverage.h):\n");
+    for (int i = 0; i < static_cast<int>(hal::CoverageState::kCount); ++i) {
+      const auto state = static_cast<hal::CoverageState>(i);
+      if (!hal::CoverageApplies(state, run.backend->name.c_str())) continue;
+      const uint64_t n = hal::CoverageCount(state);
+      std::printf("  %-52s %" PRIu64 "%s\n", hal::kCoverageStates[i].name, n,
+                  n ? "" : "  NEVER REACHED");
+      if (!n) ++missing;
+    }
+    if (coverage == 2 && missing) {
+      std::printf("hal-check: %d rare state(s) never reached\nRESULT: FAIL\n",
+                  missing);
+      return kExitFail;
+    }
+  }
   return ok ? 0 : kExitFail;
 }

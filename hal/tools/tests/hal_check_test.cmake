@@ -37,3 +37,15 @@ function(hal_swarm_sample label device seeds)
   set_tests_properties(swarm.${label} PROPERTIES
     LABELS "swarm;${label}" TIMEOUT 900 ENVIRONMENT "${ARGN}")
 endfunction()
+
+# hal_coverage_check(LABEL DEVICE [ENV ...]): the whole CTS on DEVICE with
+# `--coverage=require` (ctest entry coverage.LABEL, label "swarm;LABEL"):
+# fails when a rare state of hal/coverage.h that applies to the driver was
+# never reached, a hole in what the suite explores.
+function(hal_coverage_check label device)
+  add_test(NAME coverage.${label}
+           COMMAND $<TARGET_FILE:hal-check> "--device=${device}"
+                   --coverage=require)
+  set_tests_properties(coverage.${label} PROPERTIES
+    LABELS "swarm;${label}" TIMEOUT 600 ENVIRONMENT "${ARGN}")
+endfunction()
