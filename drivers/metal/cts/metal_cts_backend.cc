@@ -13,7 +13,7 @@ namespace {
 // MTLCreateSystemDefaultDevice the driver links (libhalsim_metal.so on
 // Linux; on macOS Apple's framework, which has none).
 const sim::HalsimControl& MetalControl() {
-  static const sim::HalsimControl* control = [] {
+  static const sim::HalsimControl* control = []() -> const sim::HalsimControl* {
     const sim::HalsimControl& named = sim::FindHalsimControl("metal");
     if (named.trace_hash) return &named;
     auto* linked = new sim::HalsimControl();
@@ -23,7 +23,7 @@ const sim::HalsimControl& MetalControl() {
     // Already loaded (RTLD_NOLOAD); kept open, as FindHalsimControl does.
     void* handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (handle) sim::LoadHalsimControl(handle, linked);
-    return static_cast<const sim::HalsimControl*>(linked);
+    return linked;
   }();
   return *control;
 }
