@@ -51,7 +51,7 @@ struct HsaStream {
   std::mutex mutex;      // packet writing
   uint64_t written = 0;  // packets written (the next packet's index)
   std::atomic<int> error{HSA_STATUS_SUCCESS};  // the queue's first error
-  const HsaSymbols* syms = nullptr;  // for the error callback
+  const HsaSymbols* syms = nullptr;            // for the error callback
   // Host-function gates: (packets written once its barrier was, signal),
   // and the gates whose barrier completed, for reuse (the seed's pooled
   // signals: a host function creates no signal in the steady state).
