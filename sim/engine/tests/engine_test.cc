@@ -467,6 +467,32 @@ TEST(EngineTest, RangesAndUseAfterFree) {
     engine.Synchronize(queue);
     EXPECT_EQ(domain.error(), Error::kIllegalAddress);
   }
+  // The boundary, byte exact: up to the last byte is fine, one past is not
+  // (fills and copies alike).
+  auto run = [&](Work work) {
+    Op op;
+    op.run = std::move(work);
+    engine.Enqueue(queue, std::move(op));
+    engine.Synchronize(queue);
+  };
+  {
+    Domain domain;
+    run(engine.FillWork(&domain, base + 90, 0, 1, 10));
+    EXPECT_EQ(domain.error(), Error::kOk) << "a fill up to the last byte";
+    run(engine.CopyWork(&domain, base, base + 50, 50));
+    EXPECT_EQ(domain.error(), Error::kOk) << "a copy up to the last byte";
+  }
+  {
+    Domain domain;
+    run(engine.FillWork(&domain, base + 90, 0, 1, 11));
+    EXPECT_EQ(domain.error(), Error::kIllegalAddress) << "one byte past";
+  }
+  {
+    Domain domain;
+    run(engine.CopyWork(&domain, base, base + 50, 51));
+    EXPECT_EQ(domain.error(), Error::kIllegalAddress)
+        << "a copy reading one past";
+  }
   ASSERT_EQ(engine.Free(base, /*host=*/false), Error::kOk);
   EXPECT_FALSE(engine.FindAllocation(base, &a));
   {
