@@ -569,6 +569,17 @@ TEST(EngineTest, KernelRunsWithPerBindingBounds) {
   engine.Synchronize(queue);
   EXPECT_EQ(bad.error(), Error::kIllegalAddress);
   EXPECT_EQ(engine.counters().kernels_run, 1u);
+  // A binding that starts inside its allocation reaches only what is left
+  // of it: two workgroups (32 bytes) from 16 bytes in overrun by 16.
+  Domain offset;
+  Op from_middle;
+  from_middle.run =
+      engine.KernelWork(&offset, &kernel, grid2, {pin + 16, pout}, {1});
+  engine.Enqueue(queue, std::move(from_middle));
+  engine.Synchronize(queue);
+  EXPECT_EQ(offset.error(), Error::kIllegalAddress)
+      << "a binding's length counts from its pointer, not the allocation's "
+         "base";
   engine.DestroyQueue(queue);
 }
 
