@@ -27,6 +27,7 @@ class FakeDevice final : public Device {
     return Ref<FakeDevice>::Adopt(new FakeDevice(std::move(info)));
   }
   std::atomic<int> impl_calls{0};
+  QueueAffinity last_execute_affinity = 0;
 
  protected:
   explicit FakeDevice(DeviceInfo info) : Device(std::move(info), nullptr) {}
@@ -52,9 +53,10 @@ class FakeDevice final : public Device {
     ++impl_calls;
     return OkStatus();
   }
-  Status QueueExecuteImpl(QueueAffinity, SemaphoreList, SemaphoreList,
+  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList, SemaphoreList,
                           CommandBuffer*, BindingTable) override {
     ++impl_calls;
+    last_execute_affinity = affinity;
     return OkStatus();
   }
   Status QueueHostCallImpl(QueueAffinity, SemaphoreList, SemaphoreList,
@@ -208,6 +210,29 @@ TEST(DeviceSubmission, InvalidSignalListIsInvalidArgumentAndChangesNothing) {
   b->Fail(CancelledError("gone"));
   SemaphorePoint to_failed{b.get(), 1};
   EXPECT_TRUE(device->QueueBarrier(1, {}, {&to_failed, 1}).ok());
+}
+
+// The queues an execution may run on are the intersection of what the caller
+// asked for and what the command buffer was recorded for: a driver given
+// the caller's affinity alone could run the buffer on a queue it was never
+// recorded for (the mutant device-execute-ignores-command-buffer-affinity).
+TEST(DeviceAffinity, ExecuteNarrowsToTheCommandBuffersQueues) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<CommandBuffer> cb =
+      CommandBuffer::Create(CommandBufferMode::kReusable, CommandCategory::kAny,
+                            /*affinity=*/0b10, 0)
+          .value();
+  ASSERT_TRUE(cb->Begin().ok());
+  ASSERT_TRUE(cb->End().ok());
+  ASSERT_TRUE(
+      device->QueueExecute(kQueueAffinityAny, {}, {}, cb.get(), {}).ok());
+  EXPECT_EQ(device->last_execute_affinity, QueueAffinity{0b10});
+  ASSERT_TRUE(device->QueueExecute(0b11, {}, {}, cb.get(), {}).ok());
+  EXPECT_EQ(device->last_execute_affinity, QueueAffinity{0b10});
+  const int calls = device->impl_calls.load();
+  EXPECT_EQ(device->QueueExecute(0b01, {}, {}, cb.get(), {}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(device->impl_calls.load(), calls) << "a refused execute ran";
 }
 
 }  // namespace

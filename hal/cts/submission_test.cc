@@ -541,6 +541,42 @@ TEST_F(Submission, WaitIdleTimesOutOnBlockedWork) {
   EXPECT_EQ(Payload(s.get()), 1u);
 }
 
+// Every thread blocked in WaitIdle wakes when the device goes idle, not only
+// one of them (the others would sleep to their deadline and then report
+// success late: a latency bug no byte comparison sees).
+TEST_F(Submission, WaitIdleWakesEveryWaitingThread) {
+  auto gate = NewSemaphore(0), s = NewSemaphore(0);
+  ASSERT_TRUE(gate && s);
+  FailOnExit guard{{gate}};
+  CTS_ASSERT_OK(
+      device()->QueueBarrier(1, Points{{gate.get(), 1}}, Points{{s.get(), 1}}));
+  constexpr int kWaiters = 3;
+  std::vector<Status> got(kWaiters);
+  std::vector<std::chrono::steady_clock::time_point> woke(kWaiters);
+  std::atomic<int> started{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      ++started;
+      got[i] = device()->WaitIdle(Timeout::After(kCtsTimeout));
+      woke[i] = std::chrono::steady_clock::now();
+    });
+  }
+  while (started.load() < kWaiters) std::this_thread::yield();
+  // Give the waiters time to fall asleep; a waiter that has not yet slept
+  // only makes the check weaker, never wrong.
+  std::this_thread::sleep_for(50ms);
+  const auto released = std::chrono::steady_clock::now();
+  CTS_ASSERT_OK(gate->Signal(1));
+  for (auto& t : waiters) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    CTS_EXPECT_OK(got[i]);
+    EXPECT_LT(woke[i] - released, 2s) << "waiter " << i << " of " << kWaiters
+                                      << " slept on after the device went idle";
+  }
+  EXPECT_EQ(Payload(s.get()), 1u);
+}
+
 // Issue 11 item 5: a queue wait decided by its value stays satisfied when
 // the semaphore fails afterwards; a wait on a semaphore already failed at
 // submission fails the operation.

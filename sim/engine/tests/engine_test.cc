@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -772,6 +773,54 @@ TEST(EngineTest, HostFunctionsPauseAndResetRefusedWhileBusy) {
   EXPECT_EQ(engine.seed(), 3u);
   EXPECT_EQ(engine.trace_length(), 0u);
   EXPECT_EQ(engine.virtual_time_ns(), 0u);
+  engine.DestroyQueue(q);
+}
+
+// One step can complete what several blocked host threads wait for: every
+// one of them wakes (a step that woke one would leave the others asleep
+// with nothing left to wake them, a hang that only shows with two or more
+// waiters).
+TEST(EngineTest, OneStepWakesEveryHostThreadItReleases) {
+  Engine engine(FastOptions());
+  Queue* q = engine.CreateQueue();
+  constexpr int kWaiters = 3;
+  std::vector<SignalPtr> done;
+  for (int i = 0; i < kWaiters; ++i) done.push_back(engine.CreateSignal(0));
+  std::atomic<int> blocked{0}, woke{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      ++blocked;
+      EXPECT_EQ(engine.WaitSignal(done[i], Cond::kGe, 1), Error::kOk);
+      ++woke;
+    });
+  }
+  while (blocked.load() < kWaiters) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The enqueue wakes everyone (nothing is done yet, so they sleep again);
+  // the host function's sleep lets them; then its one step sets every
+  // signal and must wake them all.
+  std::vector<SignalUpdate> signals;
+  for (const SignalPtr& d : done) {
+    signals.push_back({d, SignalOp::kSet, 1, nullptr});
+  }
+  ASSERT_EQ(
+      engine.EnqueueHostFunction(
+          q,
+          [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); },
+          std::move(signals)),
+      Error::kOk);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (woke.load() < kWaiters &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(woke.load(), kWaiters)
+      << "host threads still asleep 5 s after the step that released them";
+  // Unstick any sleeper so that a failure ends instead of hanging.
+  for (const SignalPtr& d : done) engine.UpdateSignal(d, SignalOp::kSet, 1);
+  for (auto& t : waiters) t.join();
   engine.DestroyQueue(q);
 }
 

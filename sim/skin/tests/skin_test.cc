@@ -32,9 +32,11 @@ StreamLibrary& Lib() {
   return *lib;
 }
 
-// Holds `stream` until the returned gate is raised to 1.
-engine::SignalPtr HoldStream(StreamLibrary& lib, Stream* stream) {
-  engine::SignalPtr gate = lib.engine().CreateSignal(0);
+// Holds `stream` until `gate` (a new one by default, returned) is raised to
+// 1.
+engine::SignalPtr HoldStream(StreamLibrary& lib, Stream* stream,
+                             engine::SignalPtr gate = nullptr) {
+  if (!gate) gate = lib.engine().CreateSignal(0);
   engine::Op hold;
   hold.name = "hold";
   hold.zero_time = true;
@@ -180,6 +182,77 @@ TEST(SkinDevices, QueriesAndPrimaryScopes) {
   EXPECT_EQ(lib.ReleaseScope(0), Code::kOk);
   EXPECT_FALSE(scope->domain.failed()) << "the last release clears it";
   EXPECT_EQ(lib.ReleaseScope(0), Code::kInvalidContext);
+}
+
+// The race checker sees every range a stream op touches: a copy's source
+// and its target, a fill's target. Two unordered streams, both released by
+// one gate, overlap in virtual time; a write meeting any access of the
+// other stream is a race, two reads are not.
+TEST(SkinQueue, UnorderedStreamsRaceOnEveryRangeAStreamOpTouches) {
+  StreamLibrary& lib = Lib();
+  Scope* scope = lib.device(0);
+  constexpr uint64_t kBytes = 1 << 16;
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  ASSERT_EQ(Allocate(lib, &a, kBytes, engine::MemoryKind::kDevice, 256),
+            Code::kOk);
+  ASSERT_EQ(Allocate(lib, &b, kBytes, engine::MemoryKind::kDevice, 256),
+            Code::kOk);
+  ASSERT_EQ(Allocate(lib, &c, kBytes, engine::MemoryKind::kDevice, 256),
+            Code::kOk);
+  enum class Kind { kFillA, kCopyAToB, kCopyAToC };
+  struct Case {
+    const char* what;
+    Kind first, second;
+    bool race;
+  };
+  const Case cases[] = {
+      {"fill of a copy's source", Kind::kCopyAToB, Kind::kFillA, true},
+      {"copy's source under a fill", Kind::kFillA, Kind::kCopyAToB, true},
+      {"two copies into one target", Kind::kCopyAToB, Kind::kCopyAToB, true},
+      {"two copies reading one source", Kind::kCopyAToB, Kind::kCopyAToC,
+       false},
+  };
+  auto issue = [&](Stream* stream, Kind kind) {
+    switch (kind) {
+      case Kind::kFillA:
+        return FillAsync(lib, stream, Address(a), 0x5a5a5a5au, 4, kBytes / 4);
+      case Kind::kCopyAToB:
+        return CopyAsync(lib, stream, Address(b), Address(a), kBytes);
+      case Kind::kCopyAToC:
+        return CopyAsync(lib, stream, Address(c), Address(a), kBytes);
+    }
+    return Code::kInvalidValue;
+  };
+  for (const Case& k : cases) {
+    for (bool same_stream : {false, true}) {
+      Stream* s1 = NewStream(lib, scope);
+      Stream* s2 = same_stream ? s1 : NewStream(lib, scope);
+      // One gate for both: both streams start at one virtual time.
+      engine::SignalPtr gate = HoldStream(lib, s1);
+      if (!same_stream) HoldStream(lib, s2, gate);
+      const uint64_t before = lib.engine().counters().races;
+      EXPECT_EQ(issue(s1, k.first), Code::kOk);
+      EXPECT_EQ(issue(s2, k.second), Code::kOk);
+      lib.engine().UpdateSignal(gate, engine::SignalOp::kSet, 1);
+      EXPECT_EQ(SynchronizeStream(lib, s1), Code::kOk);
+      EXPECT_EQ(SynchronizeStream(lib, s2), Code::kOk);
+      const bool raced = lib.engine().counters().races > before;
+      const bool want = k.race && !same_stream;
+      EXPECT_EQ(raced, want) << k.what
+                             << (same_stream ? " on one stream (ordered)"
+                                             : " on two unordered streams");
+      EXPECT_EQ(DestroyStream(lib, s1), Code::kOk);
+      if (!same_stream) {
+        EXPECT_EQ(DestroyStream(lib, s2), Code::kOk);
+      }
+    }
+  }
+  for (void* p : {a, b, c}) {
+    EXPECT_EQ(lib.engine().Free(Address(p), /*host=*/false),
+              engine::Error::kOk);
+  }
 }
 
 TEST(SkinQueue, FillCopyRecordAndMisuse) {
