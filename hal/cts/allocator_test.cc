@@ -1,6 +1,7 @@
 // CTS: allocators: compatibility, parameters, alignment, import, statistics.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -285,6 +286,58 @@ TEST_F(Allocator, StatisticsTrackDeviceBytes) {
   AllocatorStatistics after = allocator()->statistics();
   EXPECT_EQ(after.device_bytes_allocated, before.device_bytes_allocated);
   EXPECT_EQ(after.live_allocations, before.live_allocations);
+}
+
+// Whatever the memory type and alignment, the bytes the device writes are
+// the bytes the host reads (through a mapping where the memory is host
+// visible, else through a copy): a buffer padded for its alignment must use
+// one aligned address on both sides.
+TEST_F(Allocator, AlignedBuffersHoldWhatTheDeviceWrites) {
+  BufferParams shared = DeviceParams();
+  shared.type = MemoryType::kDeviceLocal | MemoryType::kHostVisible |
+                MemoryType::kHostCoherent;
+  shared.usage = BufferUsage::kDefault | BufferUsage::kMappingScoped;
+  const struct {
+    const char* what;
+    BufferParams params;
+  } types[] = {{"host", HostParams()},
+               {"device", DeviceParams()},
+               {"device-local host-visible", shared}};
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(s);
+  uint64_t next = 0;
+  for (const auto& type : types) {
+    for (DeviceSize alignment :
+         {DeviceSize{0}, DeviceSize{512}, DeviceSize{4096}, kMaxAlignment}) {
+      BufferParams params = type.params;
+      params.min_alignment = alignment;
+      auto buffer = allocator()->AllocateBuffer(params, 1000);
+      if (!buffer.ok() &&
+          buffer.status().code() == StatusCode::kInvalidArgument &&
+          &type == &types[2]) {
+        continue;  // the device has no such memory type
+      }
+      CTS_ASSERT_OK(buffer.status());
+      const uint32_t pattern = 0xa5000000u | static_cast<uint32_t>(next);
+      Bytes head(100);
+      for (size_t i = 0; i < head.size(); ++i) head[i] = uint8_t(i * 7 + next);
+      CTS_ASSERT_OK(device()->QueueFill(1, Points{{s.get(), next}},
+                                        Points{{s.get(), next + 1}},
+                                        buffer->get(), 0, 1000, &pattern, 4));
+      CTS_ASSERT_OK(device()->QueueUpdate(1, Points{{s.get(), next + 1}},
+                                          Points{{s.get(), next + 2}},
+                                          head.data(), buffer->get(), 0, 100));
+      next += 2;
+      CTS_ASSERT_OK(WaitFor(s.get(), next));
+      Bytes want(1000);
+      for (size_t i = 0; i < want.size(); ++i) {
+        want[i] = static_cast<uint8_t>(pattern >> (8 * (i % 4)));
+      }
+      std::copy(head.begin(), head.end(), want.begin());
+      EXPECT_EQ(Diff(ReadBack(buffer->get()), want), "")
+          << type.what << " memory, min_alignment " << alignment;
+    }
+  }
 }
 
 // Sizes no memory can hold, with alignments whose rounding or padding

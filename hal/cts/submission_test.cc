@@ -1047,6 +1047,50 @@ TEST_F(Submission, ExecutionKeepsItsCommandBufferAndBindingsAlive) {
   EXPECT_EQ(Diff(ReadBack(target.get()), want), "");
 }
 
+// A binding table may name subspans: the execution keeps the subspan
+// objects alive, not only the allocations under them. New subspans made
+// while the execution waits are the likeliest to take a released one's
+// memory (same size), so a dangling table entry reads their bytes, or ASan
+// reports it.
+TEST_F(Submission, ExecutionKeepsSubspansInItsBindingTableAlive) {
+  auto gate = NewSemaphore(0), done = NewSemaphore(0);
+  auto target = NewHostBuffer(64, 0xEE);
+  ASSERT_TRUE(gate && done && target);
+  FailOnExit guard{{gate}};
+  {
+    auto source = NewHostBuffer(128, 0x77);
+    ASSERT_TRUE(source);
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> head, source->Subspan(0, 64));
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> tail, target->Subspan(32, 32));
+    CTS_ASSERT_OK_AND_ASSIGN(
+        Ref<CommandBuffer> cb,
+        device()->CreateCommandBuffer(CommandBufferMode::kOneShot,
+                                      CommandCategory::kTransfer,
+                                      kQueueAffinityAny, 2));
+    CTS_ASSERT_OK(cb->Begin());
+    CTS_ASSERT_OK(cb->CopyBuffer(BufferRef::Slot(0, 0, 32),
+                                 BufferRef::Slot(1, 0, 32), 32));
+    CTS_ASSERT_OK(cb->End());
+    const Binding table[] = {{head.get(), 0, kWholeBuffer},
+                             {tail.get(), 0, kWholeBuffer}};
+    CTS_ASSERT_OK(device()->QueueExecute(
+        1, Points{{gate.get(), 1}}, Points{{done.get(), 1}}, cb.get(), table));
+  }  // the subspans, the source and the command buffer are the queue's now
+  auto decoy = NewHostBuffer(128, 0x11);
+  ASSERT_TRUE(decoy);
+  std::vector<Ref<Buffer>> reuse;
+  for (int i = 0; i < 8; ++i) {
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<Buffer> sub, decoy->Subspan(64, 64));
+    reuse.push_back(std::move(sub));
+  }
+  CTS_ASSERT_OK(gate->Signal(1));
+  CTS_ASSERT_OK(WaitFor(done.get(), 1));
+  Bytes want(64, 0xEE);
+  std::fill(want.begin() + 32, want.end(), 0x77);
+  EXPECT_EQ(Diff(ReadBack(target.get()), want), "");
+  EXPECT_EQ(Diff(ReadBack(decoy.get()), Bytes(128, 0x11)), "");
+}
+
 TEST_F(Submission, QueueCopyKeepsItsSourceAlive) {
   auto gate = NewSemaphore(0), done = NewSemaphore(0);
   auto target = NewHostBuffer(64, 0xEE);
