@@ -1,4 +1,6 @@
 // CTS: command buffers: recording, validation, binding tables, execution.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -141,6 +143,55 @@ TEST_F(CommandBuffer, FillUpdateCopyWithBarriers) {
   for (size_t i = 0; i < 16; ++i) want[32 + i] = static_cast<uint8_t>(0x30 + i);
   std::fill(want.begin() + 48, want.end(), second);
   EXPECT_EQ(Diff(ReadBack(host.get()), want), "");
+}
+
+// A fill whose device address is not aligned to its pattern may run as
+// several pieces (CUDA and HIP memsets are per element size); a barrier
+// after it orders every piece before what follows. Host memory imported at
+// an odd address gives such a fill; the simulators' race checks see a
+// piece the barrier missed even when the order happens to be right.
+TEST_F(CommandBuffer, BarrierOrdersEveryPieceOfAnUnalignedFill) {
+  CTS_REQUIRE_TAG(kTagImport);
+  // One page per import: CUDA registers whole pages, and a page still
+  // registered by the last import would refuse the next.
+  constexpr size_t kPage = 65536;  // a multiple of every host page size
+  std::vector<uint8_t> memory(4 * kPage, 0xEE);
+  uint8_t* pages = memory.data();
+  pages += (kPage - reinterpret_cast<uintptr_t>(pages) % kPage) % kPage;
+  for (size_t skew : {size_t{1}, size_t{2}, size_t{3}}) {
+    uint8_t* base = pages + (skew - 1) * kPage;
+    auto imported =
+        allocator()->ImportHostAllocation(HostParams(), base + skew, 32, {});
+    if (imported.status().code() == StatusCode::kInvalidArgument) {
+      GTEST_SKIP() << "the driver imports only aligned host memory: "
+                   << imported.status().ToString();
+    }
+    CTS_ASSERT_OK(imported.status());
+    Ref<HalBuffer> buffer = std::move(imported).value();
+    auto host = NewHostBuffer(32, 0xEE);
+    ASSERT_TRUE(host);
+    const uint8_t pattern[4] = {0x11, 0x22, 0x33, 0x44};
+    const uint8_t later = 0x55;
+    CTS_ASSERT_OK_AND_ASSIGN(Ref<HalCommandBuffer> cb, Create(Mode::kOneShot));
+    CTS_ASSERT_OK(cb->Begin());
+    CTS_ASSERT_OK(
+        cb->FillBuffer(BufferRef::Direct(buffer.get(), 0, 24), pattern, 4));
+    CTS_ASSERT_OK(cb->ExecutionBarrier());
+    CTS_ASSERT_OK(cb->CopyBuffer(BufferRef::Direct(buffer.get(), 0, 24),
+                                 BufferRef::Direct(host.get(), 0, 24), 24));
+    CTS_ASSERT_OK(cb->ExecutionBarrier());
+    CTS_ASSERT_OK(
+        cb->FillBuffer(BufferRef::Direct(buffer.get(), 0, 24), &later, 1));
+    CTS_ASSERT_OK(cb->End());
+    CTS_ASSERT_OK(SubmitAndWait(cb.get()));
+    Bytes want(32, 0xEE);
+    for (size_t i = 0; i < 24; ++i) want[i] = pattern[i % 4];
+    EXPECT_EQ(Diff(ReadBack(host.get()), want), "") << "skew " << skew;
+    Bytes final_bytes(base + skew, base + skew + 32);
+    Bytes want_final(32, 0xEE);
+    std::fill(want_final.begin(), want_final.begin() + 24, later);
+    EXPECT_EQ(Diff(final_bytes, want_final), "") << "skew " << skew;
+  }
 }
 
 TEST_F(CommandBuffer, ManyOneShotSubmits) {

@@ -104,10 +104,8 @@ HALSIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phnode, CUgraph hgraph,
   uintptr_t dst = MemcpyOperand(p->dstMemoryType, p->dstHost, p->dstDevice,
                                 p->dstArray, p->dstXInBytes, p->dstY, p->dstZ);
   if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
-  return Cu(skin::AddNode(
-      graph, deps, num_deps,
-      L().engine().CopyWork(&graph->scope->domain, dst, src, p->WidthInBytes),
-      phnode));
+  return Cu(skin::AddCopyNode(L(), graph, deps, num_deps, dst, src,
+                              p->WidthInBytes, phnode));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phnode, CUgraph hgraph,

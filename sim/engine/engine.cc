@@ -311,6 +311,14 @@ void Engine::CountGraphRun() {
   ++counters_.graphs_run;
 }
 
+void Engine::ReportRace(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.races;
+  std::fprintf(stderr, "%s: race (seed %llu): %s\n", options_.log_prefix,
+               (unsigned long long)seed_, what.c_str());
+  if (abort_on_race_) std::abort();
+}
+
 // Inside a HostCall, while the thread blocks until the device gets
 // somewhere: the engine may step meanwhile.
 void Engine::BlockLocked(std::unique_lock<std::mutex>& lock,
@@ -582,9 +590,8 @@ const Range& RangeAt(const Op& op, bool writes, size_t i) {
   return (writes ? op.more_writes : op.more_reads)[i - 1];
 }
 
-// The first conflict between `a` and `b` (overlapping ranges, one writing;
-// empty ranges overlap nothing): what it is, with the two ranges; null when
-// none.
+}  // namespace
+
 const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
   static const struct {
     bool a_writes, b_writes;
@@ -607,8 +614,6 @@ const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 // `queue`'s head just started; compares it with the ops in flight on other
 // queues.

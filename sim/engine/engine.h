@@ -160,6 +160,11 @@ struct Op {
   uint64_t seq = 0;  // enqueue order over all queues (Enqueue)
 };
 
+// The first conflict between `a` and `b` (overlapping ranges, one writing;
+// empty ranges overlap nothing): what it is, with the two ranges; null when
+// none.
+const char* FindConflict(const Op& a, const Op& b, Range* in_a, Range* in_b);
+
 enum class MemoryKind { kDevice, kManaged, kHost, kRegistered, kPool };
 
 struct Allocation {
@@ -267,6 +272,10 @@ class Engine {
   void CountHostCallbackViolation();
   void CountUnsignalledWait();
   void CountGraphRun();
+  // A race the engine's own queue check cannot see (two nodes of one graph
+  // that no edge orders): counted as a race, printed after "<prefix>: race
+  // (seed S): ", and an abort under SetAbortOnRace(true).
+  void ReportRace(const std::string& what);
 
   // --- Queues. ---
   Queue* CreateQueue();

@@ -1,12 +1,14 @@
 #include "sim/engine/engine_graph.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hal::sim::engine {
 
 Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
                             bool host) {
-  auto node = std::make_unique<Node>(Node{this, nodes_.size(), {}, {}, host});
+  auto node = std::make_unique<Node>(
+      Node{this, nodes_.size(), {}, {}, host, "node", {}, {}});
   for (const Node* dep : deps) {
     if (!dep || dep->graph != this) return nullptr;
     if (std::find(node->deps.begin(), node->deps.end(), dep->index) !=
@@ -18,6 +20,69 @@ Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
   node->run = std::move(run);
   nodes_.push_back(std::move(node));
   return nodes_.back().get();
+}
+
+Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
+                            bool host, const char* name, Range write,
+                            Range read) {
+  Node* node = AddNode(deps, std::move(run), host);
+  if (node) {
+    node->name = name;
+    node->write = write;
+    node->read = read;
+  }
+  return node;
+}
+
+std::vector<std::string> Graph::UnorderedConflicts() const {
+  std::vector<size_t> ranged;
+  for (const auto& node : nodes_) {
+    if (!node->write.empty() || !node->read.empty()) {
+      ranged.push_back(node->index);
+    }
+  }
+  std::vector<std::string> out;
+  if (ranged.size() < 2 || nodes_.size() > kMaxRaceChecked) return out;
+  // Dependencies are earlier nodes, so index order is topological: each
+  // node's ancestors are its dependencies and theirs.
+  const size_t n = nodes_.size(), words = (n + 63) / 64;
+  std::vector<uint64_t> ancestors(n * words, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t* mine = &ancestors[i * words];
+    for (size_t d : nodes_[i]->deps) {
+      const uint64_t* theirs = &ancestors[d * words];
+      for (size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+      mine[d / 64] |= uint64_t{1} << (d % 64);
+    }
+  }
+  for (size_t x = 0; x < ranged.size(); ++x) {
+    for (size_t y = x + 1; y < ranged.size(); ++y) {
+      const Node& a = *nodes_[ranged[x]];
+      const Node& b = *nodes_[ranged[y]];  // added after a
+      if (ancestors[b.index * words + a.index / 64] >> (a.index % 64) & 1) {
+        continue;  // ordered
+      }
+      Op oa, ob;
+      oa.write = a.write;
+      oa.read = a.read;
+      ob.write = b.write;
+      ob.read = b.read;
+      Range ra, rb;
+      const char* what = FindConflict(oa, ob, &ra, &rb);
+      if (!what) continue;
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "graph nodes %zu (%s [0x%llx, 0x%llx)) and %zu (%s "
+                    "[0x%llx, 0x%llx)) have no path of edges between them "
+                    "and %s",
+                    a.index, a.name, (unsigned long long)ra.begin,
+                    (unsigned long long)ra.end, b.index, b.name,
+                    (unsigned long long)rb.begin, (unsigned long long)rb.end,
+                    what);
+      out.emplace_back(line);
+    }
+  }
+  return out;
 }
 
 std::vector<size_t> Graph::Order(SimRandom* random) const {
@@ -51,6 +116,7 @@ std::vector<size_t> Graph::Order(SimRandom* random) const {
 GraphExec::GraphExec(Engine& engine, const Graph& graph, SimRandom* random)
     : engine_(engine), state_(std::make_shared<State>()) {
   state_->finished = engine.CreateSignal(0);
+  state_->races = graph.UnorderedConflicts();
   for (size_t i : graph.Order(random)) {
     const Graph::Node& node = graph.node(i);
     if (node.run) state_->order.push_back(node.run);
@@ -71,6 +137,7 @@ Error GraphExec::Launch(Queue* queue) {
   op.waits.push_back({state_->finished, Cond::kGe, ticket});
   op.signals.push_back({state_->finished, SignalOp::kAdd, 1, nullptr});
   op.run = [state = state_, engine = &engine_] {
+    for (const std::string& race : state->races) engine->ReportRace(race);
     for (const Work& node : state->order) node();
     engine->CountGraphRun();
   };

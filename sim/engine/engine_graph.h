@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/engine/engine.h"
@@ -18,11 +19,25 @@ class Graph {
     std::vector<size_t> deps;  // indices of earlier nodes
     Work run;                  // empty: an empty node
     bool host;                 // runs host code
+    // What the node touches, for the race check between nodes that no
+    // path of edges orders (empty: nothing declared).
+    const char* name = "node";
+    Range write, read;
   };
 
   // Adds a node after `deps` (nodes of this graph, no duplicates); null for
   // a foreign, null or duplicate dependency.
   Node* AddNode(const std::vector<const Node*>& deps, Work run, bool host);
+  // As above, with the ranges the node writes and reads.
+  Node* AddNode(const std::vector<const Node*>& deps, Work run, bool host,
+                const char* name, Range write, Range read);
+
+  // The vendor runs nodes that no path of edges orders at the same time:
+  // each such pair whose ranges conflict (one writes what the other
+  // touches), described. Checked for graphs of up to kMaxRaceChecked
+  // nodes with ranges (a bitset of ancestors per node).
+  static constexpr size_t kMaxRaceChecked = 4096;
+  std::vector<std::string> UnorderedConflicts() const;
   size_t size() const { return nodes_.size(); }
   const Node& node(size_t i) const { return *nodes_[i]; }
 
@@ -49,8 +64,9 @@ class GraphExec {
  private:
   struct State {
     std::vector<Work> order;
-    SignalPtr finished;     // launches that ran
-    uint64_t launched = 0;  // tickets handed out
+    std::vector<std::string> races;  // reported at every launch
+    SignalPtr finished;              // launches that ran
+    uint64_t launched = 0;           // tickets handed out
     std::mutex mutex;
   };
   Engine& engine_;

@@ -68,12 +68,9 @@ HALSIM_EXPORT hipError_t hipGraphAddMemcpyNode1D(hipGraphNode_t* out,
       kind > hipMemcpyDefault) {
     return hipErrorInvalidValue;
   }
-  return ToHip(skin::AddNode(
-      graph, deps, num_deps,
-      L().engine().CopyWork(&graph->scope->domain,
-                            reinterpret_cast<uintptr_t>(dst),
-                            reinterpret_cast<uintptr_t>(src), count),
-      out));
+  return ToHip(skin::AddCopyNode(L(), graph, deps, num_deps,
+                                 reinterpret_cast<uintptr_t>(dst),
+                                 reinterpret_cast<uintptr_t>(src), count, out));
 }
 
 HALSIM_EXPORT hipError_t hipGraphAddHostNode(hipGraphNode_t* out,

@@ -269,8 +269,11 @@ Code FillAsync(StreamLibrary& lib, Stream* stream, uintptr_t dst,
 // --- Graphs (skin_graph.cc). Node handles (CUgraphNode, hipGraphNode_t)
 // are engine graph nodes. ---
 // Adds a node after `deps` (nodes of the same graph, no duplicates).
+// `write` and `read` are the ranges it touches, for the race check between
+// nodes that no path of edges orders (engine::Graph::UnorderedConflicts).
 Code AddNode(Graph* graph, const void* const* deps, size_t num_deps,
-             engine::Work run, bool host, const void** out);
+             engine::Work run, bool host, const void** out,
+             const char* name = "node", Range write = {}, Range read = {});
 // A 1D fill's work: `height` must be 1 (2D is not simulated).
 Code FillNodeWork(StreamLibrary& lib, Graph* graph, uintptr_t dst,
                   uint32_t value, unsigned size, size_t width, size_t height,
@@ -278,13 +281,25 @@ Code FillNodeWork(StreamLibrary& lib, Graph* graph, uintptr_t dst,
 
 template <typename H>
 Code AddNode(Graph* graph, const H* deps, size_t num_deps, engine::Work run,
-             H* out, bool host = false) {
+             H* out, bool host = false, const char* name = "node",
+             Range write = {}, Range read = {}) {
   if (!out) return Code::kInvalidValue;
   const void* node = nullptr;
   Code code = AddNode(graph, reinterpret_cast<const void* const*>(deps),
-                      num_deps, std::move(run), host, &node);
+                      num_deps, std::move(run), host, &node, name, write, read);
   if (code == Code::kOk) *out = reinterpret_cast<H>(const_cast<void*>(node));
   return code;
+}
+// A 1D copy node of `bytes` from `src` to `dst`.
+template <typename H>
+Code AddCopyNode(StreamLibrary& lib, Graph* graph, const H* deps,
+                 size_t num_deps, uintptr_t dst, uintptr_t src, size_t bytes,
+                 H* out) {
+  if (!graph) return Code::kInvalidValue;
+  return AddNode(graph, deps, num_deps,
+                 lib.engine().CopyWork(&graph->scope->domain, dst, src, bytes),
+                 out, /*host=*/false, "memcpy", Range::Of(dst, bytes),
+                 Range::Of(src, bytes));
 }
 template <typename H>
 Code AddFillNode(StreamLibrary& lib, Graph* graph, const H* deps,
@@ -293,7 +308,8 @@ Code AddFillNode(StreamLibrary& lib, Graph* graph, const H* deps,
   engine::Work work;
   Code code = FillNodeWork(lib, graph, dst, value, size, width, height, &work);
   if (code != Code::kOk) return code;
-  return AddNode(graph, deps, num_deps, std::move(work), out);
+  return AddNode(graph, deps, num_deps, std::move(work), out, /*host=*/false,
+                 "memset", Range::Of(dst, size_t{size} * width));
 }
 // A host node: a host callback (no API calls from inside).
 template <typename H>

@@ -824,5 +824,40 @@ TEST(EngineTest, OneStepWakesEveryHostThreadItReleases) {
   engine.DestroyQueue(q);
 }
 
+// The race check inside a graph: nodes with no path of edges between them
+// run at the same time on the vendor's GPU, so conflicting ranges are a
+// race; a path through other nodes (or an empty node) orders them, and two
+// reads never conflict.
+TEST(EngineGraph, UnorderedConflictingNodesAreRacesAndPathsOrderThem) {
+  Graph g;
+  const Range a = Range::Of(0x1000, 64), b = Range::Of(0x2000, 64);
+  auto* w1 = g.AddNode({}, nullptr, false, "fill", a, {});
+  auto* r1 = g.AddNode({}, nullptr, false, "read", {}, a);      // races w1
+  auto* r2 = g.AddNode({}, nullptr, false, "read", {}, a);      // races w1 only
+  auto* join = g.AddNode({w1, r1, r2}, nullptr, false);         // empty node
+  auto* w2 = g.AddNode({join}, nullptr, false, "copy", a, b);   // after all
+  auto* w3 = g.AddNode({w2}, nullptr, false, "fill", b, {});    // ordered
+  auto* w4 = g.AddNode({join}, nullptr, false, "fill", b, {});  // races w2, w3
+  ASSERT_TRUE(w1 && r1 && r2 && join && w2 && w3 && w4);
+  std::vector<std::string> races = g.UnorderedConflicts();
+  ASSERT_EQ(races.size(), 4u);
+  EXPECT_NE(races[0].find("nodes 0 (fill"), std::string::npos) << races[0];
+  EXPECT_NE(races[0].find("and 1 (read"), std::string::npos) << races[0];
+  EXPECT_NE(races[1].find("nodes 0 (fill"), std::string::npos) << races[1];
+  EXPECT_NE(races[1].find("and 2 (read"), std::string::npos) << races[1];
+  EXPECT_NE(races[2].find("nodes 4 (copy"), std::string::npos) << races[2];
+  EXPECT_NE(races[2].find("and 6 (fill"), std::string::npos) << races[2];
+  EXPECT_NE(races[3].find("nodes 5 (fill"), std::string::npos) << races[3];
+  EXPECT_NE(races[3].find("and 6 (fill"), std::string::npos) << races[3];
+  // Each launch reports them as races of the engine.
+  Engine engine(FastOptions());
+  Queue* q = engine.CreateQueue();
+  GraphExec exec(engine, g);
+  ASSERT_EQ(exec.Launch(q), Error::kOk);
+  engine.Synchronize(q);
+  EXPECT_EQ(engine.counters().races, 4u);
+  engine.DestroyQueue(q);
+}
+
 }  // namespace
 }  // namespace hal::sim::engine
