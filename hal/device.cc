@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "hal/wait_graph.h"
+
 namespace hal {
 
 int Device::FirstQueue(QueueAffinity affinity) {
@@ -71,6 +73,17 @@ bool Device::FailedAtSubmission(SemaphoreList wait, SemaphoreList signal) {
   return true;
 }
 
+Device::~Device() { WaitGraphForget(this); }
+
+Status Device::Track(const char* kind, QueueAffinity affinity,
+                     SemaphoreList wait, SemaphoreList signal,
+                     Status submitted) const {
+  if (submitted.ok() && WaitGraphEnabled()) {
+    WaitGraphRecord(this, kind, affinity, wait, signal);
+  }
+  return submitted;
+}
+
 StatusOr<Ref<Semaphore>> Device::CreateSemaphore(uint64_t initial_value) {
   return CreateSemaphoreImpl(initial_value);
 }
@@ -127,7 +140,11 @@ StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
     FailSignals(signal, failed);
     return buffer;
   }
-  return QueueAllocaImpl(q, wait, signal, resolved, size);
+  auto buffer = QueueAllocaImpl(q, wait, signal, resolved, size);
+  if (buffer.ok()) {
+    Track("queue_alloca", q, wait, signal, OkStatus()).IgnoreError();
+  }
+  return buffer;
 }
 
 Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
@@ -150,7 +167,7 @@ Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
   }
   Status s = QueueDeallocaImpl(q, wait, signal, buffer);
   if (!s.ok()) buffer->CancelDealloca();
-  return s;
+  return Track("queue_dealloca", q, wait, signal, std::move(s));
 }
 
 namespace {
@@ -196,8 +213,9 @@ Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
       ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_fill", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
-                       pattern_length);
+  return Track("queue_fill", q, wait, signal,
+               QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
+                             pattern_length));
 }
 
 Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
@@ -215,7 +233,9 @@ Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
       BufferUsage::kTransferTarget, offset, length, &resolved, "queue_update"));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_update", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueUpdateImpl(q, wait, signal, source, target, offset, length);
+  return Track(
+      "queue_update", q, wait, signal,
+      QueueUpdateImpl(q, wait, signal, source, target, offset, length));
 }
 
 Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
@@ -245,8 +265,9 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_copy source", &q));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_copy target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueCopyImpl(q, wait, signal, source, source_offset, target,
-                       target_offset, length);
+  return Track("queue_copy", q, wait, signal,
+               QueueCopyImpl(q, wait, signal, source, source_offset, target,
+                             target_offset, length));
 }
 
 Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
@@ -274,8 +295,9 @@ Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
   }
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_read target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueReadImpl(q, wait, signal, source, source_offset, target,
-                       target_offset, length);
+  return Track("queue_read", q, wait, signal,
+               QueueReadImpl(q, wait, signal, source, source_offset, target,
+                             target_offset, length));
 }
 
 Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
@@ -306,8 +328,9 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
   }
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_write source", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueWriteImpl(q, wait, signal, source, source_offset, target,
-                        target_offset, length);
+  return Track("queue_write", q, wait, signal,
+               QueueWriteImpl(q, wait, signal, source, source_offset, target,
+                              target_offset, length));
 }
 
 Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
@@ -329,7 +352,8 @@ Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
     HAL_RETURN_IF_ERROR(command_buffer->ValidateSubmission(bindings));
   }
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueExecuteImpl(q, wait, signal, command_buffer, bindings);
+  return Track("queue_execute", q, wait, signal,
+               QueueExecuteImpl(q, wait, signal, command_buffer, bindings));
 }
 
 Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
@@ -360,7 +384,8 @@ Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
                             "queue_dispatch workgroup count", &q));
   }
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueDispatchImpl(q, wait, signal, params);
+  return Track("queue_dispatch", q, wait, signal,
+               QueueDispatchImpl(q, wait, signal, params));
 }
 
 Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
@@ -369,7 +394,8 @@ Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (!fn) return InvalidArgumentError("queue_host_call: function is empty");
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueHostCallImpl(q, wait, signal, std::move(fn));
+  return Track("queue_host_call", q, wait, signal,
+               QueueHostCallImpl(q, wait, signal, std::move(fn)));
 }
 
 Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
@@ -377,7 +403,8 @@ Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
-  return QueueExecuteImpl(q, wait, signal, nullptr, {});
+  return Track("queue_barrier", q, wait, signal,
+               QueueExecuteImpl(q, wait, signal, nullptr, {}));
 }
 
 Status Device::QueueFlush(QueueAffinity affinity) {

@@ -167,6 +167,7 @@ class Device : public RefCounted {
  protected:
   Device(DeviceInfo info, Ref<Allocator> allocator)
       : info_(std::move(info)), allocator_(std::move(allocator)) {}
+  ~Device() override;
 
   // The lowest queue in a validated affinity.
   static int FirstQueue(QueueAffinity affinity);
@@ -229,6 +230,10 @@ class Device : public RefCounted {
   // A wait that has failed already decides the operation now: fails every
   // signal with its status (the driver is not involved) and returns true.
   static bool FailedAtSubmission(SemaphoreList wait, SemaphoreList signal);
+  // Records a submitted operation in the wait-for graph (hal/wait_graph.h)
+  // when `submitted` is OK and the graph is on; returns `submitted`.
+  Status Track(const char* kind, QueueAffinity affinity, SemaphoreList wait,
+               SemaphoreList signal, Status submitted) const;
 
   DeviceInfo info_;
   Ref<Allocator> allocator_;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hal/testing/fake_buffer.h"
+#include "hal/wait_graph.h"
 
 namespace hal {
 namespace {
@@ -233,6 +234,72 @@ TEST(DeviceAffinity, ExecuteNarrowsToTheCommandBuffersQueues) {
   EXPECT_EQ(device->QueueExecute(0b01, {}, {}, cb.get(), {}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(device->impl_calls.load(), calls) << "a refused execute ran";
+}
+
+// The wait-for graph over a device that drops every operation: the
+// liveness check reports a runnable operation that never finishes, with
+// the graph, and leaves alone one whose wait nobody reached; the lifetime
+// check reports a semaphore released while a pending operation needs it.
+class WaitGraphOn : public ::testing::Test {
+ protected:
+  void SetUp() override { EnableWaitGraph(true); }
+  void TearDown() override { EnableWaitGraph(false); }
+};
+
+TEST_F(WaitGraphOn, LivenessReportsARunnableOperationThatNeverFinishes) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> gate = Semaphore::Create(0), done = Semaphore::Create(0),
+                 later = Semaphore::Create(0);
+  SemaphorePoint gate_1{gate.get(), 1}, done_1{done.get(), 1},
+      later_1{later.get(), 1};
+  // Waits on a gate nobody opened: blocked, not lost.
+  ASSERT_TRUE(device->QueueBarrier(1, {&gate_1, 1}, {&done_1, 1}).ok());
+  EXPECT_TRUE(
+      CheckWaitGraphLiveness(device.get(), std::chrono::milliseconds(20)).ok());
+  const std::string graph = DescribeWaitGraph(device.get());
+  EXPECT_NE(graph.find("queue_barrier"), std::string::npos) << graph;
+  EXPECT_NE(graph.find("no pending operation signals it"), std::string::npos)
+      << graph;
+  // Behind it, an operation waiting on its signal names it.
+  ASSERT_TRUE(device->QueueBarrier(1, {&done_1, 1}, {&later_1, 1}).ok());
+  EXPECT_NE(DescribeWaitGraph(device.get()).find("<- op#"), std::string::npos);
+  // The gate opens: the fake device never runs the barrier, which is lost
+  // work now.
+  ASSERT_TRUE(gate->Signal(1).ok());
+  Status live =
+      CheckWaitGraphLiveness(device.get(), std::chrono::milliseconds(20));
+  EXPECT_EQ(live.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(live.ToString().find("RUNNABLE"), std::string::npos)
+      << live.ToString();
+  // Finished (its signal reached): pruned, and nothing is runnable.
+  ASSERT_TRUE(done->Signal(1).ok());
+  ASSERT_TRUE(later->Signal(1).ok());
+  EXPECT_TRUE(
+      CheckWaitGraphLiveness(device.get(), std::chrono::milliseconds(20)).ok());
+  EXPECT_EQ(DescribeWaitGraph(device.get()), "");
+}
+
+TEST_F(WaitGraphOn, ASemaphoreReleasedWhileAnOperationNeedsItIsReported) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  const uint64_t before = WaitGraphLifetimeViolations();
+  {
+    Ref<Semaphore> gate = Semaphore::Create(0), done = Semaphore::Create(0);
+    SemaphorePoint gate_1{gate.get(), 1}, done_1{done.get(), 1};
+    ASSERT_TRUE(device->QueueBarrier(1, {&gate_1, 1}, {&done_1, 1}).ok());
+    // The fake device keeps no references: both die with the op pending.
+  }
+  EXPECT_EQ(WaitGraphLifetimeViolations(), before + 1)
+      << "one report for the first release, then the op forgets it";
+  {
+    // A wait already reached, or an operation finished, needs nothing.
+    Ref<Semaphore> gate = Semaphore::Create(1), done = Semaphore::Create(0);
+    SemaphorePoint gate_1{gate.get(), 1}, done_1{done.get(), 1};
+    ASSERT_TRUE(device->QueueBarrier(1, {&gate_1, 1}, {&done_1, 1}).ok());
+    gate.reset();
+    EXPECT_EQ(WaitGraphLifetimeViolations(), before + 1);
+    ASSERT_TRUE(done->Signal(1).ok());
+  }
+  EXPECT_EQ(WaitGraphLifetimeViolations(), before + 1);
 }
 
 }  // namespace

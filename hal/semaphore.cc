@@ -16,6 +16,7 @@
 #include "hal/buggify.h"
 #include "hal/coverage.h"
 #include "hal/progress.h"
+#include "hal/wait_graph.h"
 
 namespace hal {
 
@@ -201,6 +202,8 @@ Ref<Semaphore> Semaphore::Create(uint64_t initial_value) {
 Semaphore::~Semaphore() {
   // Whoever registered a timepoint holds a reference to us while it is
   // pending, so none can be left; if one is, it would never fire: drop it.
+  // A pending operation that still needs us is a driver's lifetime bug.
+  WaitGraphSemaphoreDestroyed(this);
 }
 
 StatusOr<uint64_t> Semaphore::Query() const {

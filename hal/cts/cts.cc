@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hal/uri.h"
+#include "hal/wait_graph.h"
 
 namespace hal::cts {
 
@@ -115,6 +116,13 @@ void CtsTest::TearDown() {
       ++run.tests;
     }
   }
+  // Liveness: every operation whose waits were reached (or failed) by now
+  // must finish: the test is over and nothing more will be signalled, so a
+  // runnable operation still pending is lost work (hal/wait_graph.h).
+  if (device_) {
+    Status live = CheckWaitGraphLiveness(device_.get(), kLivenessBound);
+    if (!live.ok()) ADD_FAILURE() << live.ToString();
+  }
   // Destroying the device finishes ready work and cancels operations whose
   // waits can no longer be met, so nothing runs into the next test.
   device_.reset();
@@ -139,8 +147,11 @@ std::vector<std::pair<std::string, uint64_t>> CtsTest::OracleCounters() {
   if (ctx.backend && ctx.backend->oracle_counters) {
     counters = ctx.backend->oracle_counters();
   }
-  // Every driver: the host-wait latency oracle (hal/semaphore.h).
+  // Every driver: the host-wait latency oracle (hal/semaphore.h) and the
+  // wait-for graph's lifetime check (hal/wait_graph.h).
   counters.emplace_back("late semaphore wake-ups", SemaphoreLateWakeups());
+  counters.emplace_back("semaphores released while an operation needed them",
+                        WaitGraphLifetimeViolations());
   return counters;
 }
 
@@ -243,7 +254,14 @@ std::vector<uint8_t> CtsTest::ReadBack(Buffer* buffer, DeviceSize offset,
 }
 
 Status CtsTest::WaitFor(Semaphore* semaphore, uint64_t value) {
-  return semaphore->Wait(value, Timeout::After(kCtsTimeout));
+  Status s = semaphore->Wait(value, Timeout::After(kCtsTimeout));
+  if (s.code() == StatusCode::kDeadlineExceeded && WaitGraphEnabled()) {
+    std::string graph = DescribeWaitGraph(device_.get());
+    return DeadlineExceededError(
+        "%s; the wait-for graph of the device:\n%s", s.ToString().c_str(),
+        graph.empty() ? "  (no pending operation)\n" : graph.c_str());
+  }
+  return s;
 }
 
 }  // namespace hal::cts

@@ -222,5 +222,8 @@ struct FailOnExit {
 // Default timeout used by helpers: long enough for a loaded CI machine, short
 // enough that a hang is reported.
 inline constexpr std::chrono::seconds kCtsTimeout{20};
+// How long an operation whose waits are all reached may stay unfinished
+// after its test ended (CtsTest::TearDown's liveness check).
+inline constexpr std::chrono::seconds kLivenessBound{10};
 
 }  // namespace hal::cts

@@ -42,6 +42,7 @@
 #include "hal/driver.h"
 #include "hal/tools/hal_check_sweep.h"
 #include "hal/uri.h"
+#include "hal/wait_graph.h"
 
 extern char** environ;
 
@@ -357,6 +358,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> gtest_flags;
   std::vector<char*> gtest_args = {argv[0]};
   hal::cts::RegisterBuiltinBackends();
+  // The wait-for graph: liveness and lifetime checks, and a timed-out wait
+  // explained (hal/wait_graph.h). HAL_WAIT_GRAPH=0 turns it off.
+  {
+    const char* graph = std::getenv("HAL_WAIT_GRAPH");
+    hal::EnableWaitGraph(!(graph && std::strcmp(graph, "0") == 0));
+  }
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--device=", 0) == 0) {

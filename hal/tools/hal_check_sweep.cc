@@ -292,7 +292,8 @@ std::string SwarmVerdict(const ChildResult& r) {
     return r.outcome;
   }
   if (r.log.find("an oracle reported") != std::string::npos) return "ORACLE";
-  if (r.log.find("semaphore wait timed out") != std::string::npos ||
+  if (r.log.find("liveness:") != std::string::npos ||
+      r.log.find("semaphore wait timed out") != std::string::npos ||
       r.log.find("semaphores timed out") != std::string::npos) {
     return "LIVENESS";
   }
