@@ -145,8 +145,14 @@ class Device : public RefCounted {
   // point here, and every driver follows it): `fn` may block on anything
   // that completes without `fn` returning first: work on other queues, host
   // calls on other queues, other host threads (a semaphore the host
-  // signals). It must not wait on:
-  // - later work of its own queue (the queue is busy running `fn`): that
+  // signals). Later work of its own queue that does not wait on `fn`'s
+  // signals is driver-dependent, and portable code does not wait on it:
+  // the GPU-stream drivers (cuda, hip, level_zero, amdgpu) run their host
+  // calls beside the stream and run that work meanwhile; sim (both modes)
+  // and metal keep it behind `fn`, so the wait times out. The CTS checks
+  // each driver's side (Submission.HostCallWaitingOnLaterWorkOfItsOwnQueue,
+  // tag host_call_runs_own_queue). It must not wait on:
+  // - later work that waits, directly or not, on `fn`'s signals: that
   //   deadlocks until the wait's timeout, on every driver;
   // - a host call that itself waits, directly or not, on progress of `fn`
   //   (two host calls on two queues handing a token back and forth while

@@ -42,6 +42,9 @@ inline constexpr char kTagFiles[] = "files";    // queue_read/write
 inline constexpr char kTagImport[] = "import";  // host import
 inline constexpr char kTagAlloca[] = "alloca";  // queue_alloca/dealloca
 inline constexpr char kTagHostCall[] = "host_call";
+// A host call may wait on later work of its own queue that does not wait on
+// it: the driver runs that work meanwhile (QueueHostCall in hal/device.h).
+inline constexpr char kTagHostCallRunsOwnQueue[] = "host_call_runs_own_queue";
 inline constexpr char kTagMultiQueue[] = "multi_queue";  // >= 2 queues
 inline constexpr char kTagDeviceOnlyMemory[] = "device_only_memory";
 // Executables and dispatch of the test kernels (hal/cts/kernels/).

@@ -1091,6 +1091,42 @@ TEST_F(Submission, ExecutionKeepsSubspansInItsBindingTableAlive) {
   EXPECT_EQ(Diff(ReadBack(decoy.get()), Bytes(128, 0x11)), "");
 }
 
+// The rule of QueueHostCall (hal/device.h) for later work of the host
+// call's own queue that does not wait on it: a driver either runs that work
+// while the host call waits (tag host_call_runs_own_queue: the GPU-stream
+// drivers, whose host calls run beside the stream) or keeps it behind the
+// host call, whose wait then times out; either way everything finishes
+// once the host call returns.
+TEST_F(Submission, HostCallWaitingOnLaterWorkOfItsOwnQueue) {
+  CTS_REQUIRE_TAG(kTagHostCall);
+  auto buffer = NewDeviceBuffer(256);
+  auto called = NewSemaphore(0), filled = NewSemaphore(0);
+  ASSERT_TRUE(buffer && called && filled);
+  auto inner = std::make_shared<std::atomic<int>>(-1);
+  HalSemaphore* filled_raw = filled.get();
+  CTS_ASSERT_OK(device()->QueueHostCall(
+      1, {}, Points{{called.get(), 1}}, [inner, filled_raw]() -> Status {
+        Status s = filled_raw->Wait(1, Timeout::After(300ms));
+        inner->store(static_cast<int>(s.code()));
+        return OkStatus();
+      }));
+  CTS_ASSERT_OK(
+      Fill(1, {}, {{filled.get(), 1}}, buffer.get(), 0, 256, uint8_t{0x5a}));
+  CTS_ASSERT_OK(WaitFor(called.get(), 1));
+  CTS_ASSERT_OK(WaitFor(filled.get(), 1));
+  EXPECT_EQ(ReadBack(buffer.get()), Bytes(256, 0x5a));
+  const StatusCode want = HasTag(kTagHostCallRunsOwnQueue)
+                              ? StatusCode::kOk
+                              : StatusCode::kDeadlineExceeded;
+  EXPECT_EQ(inner->load(), static_cast<int>(want))
+      << "the host call's wait on later work of its own queue ended with "
+      << (inner->load() < 0
+              ? "nothing (it never ran)"
+              : StatusCodeName(static_cast<StatusCode>(inner->load())))
+      << "; the backend's tags say "
+      << (HasTag(kTagHostCallRunsOwnQueue) ? "it runs" : "it stays behind");
+}
+
 TEST_F(Submission, QueueCopyKeepsItsSourceAlive) {
   auto gate = NewSemaphore(0), done = NewSemaphore(0);
   auto target = NewHostBuffer(64, 0xEE);

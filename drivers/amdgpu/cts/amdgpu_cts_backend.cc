@@ -10,8 +10,10 @@ void RegisterAmdgpuCtsBackend() {
   Backend b;
   b.name = "amdgpu";
   b.default_uri = "amdgpu";
-  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagHostCallRunsOwnQueue};
   // No dispatch_bounds_checks: a real GPU leaves accesses outside a binding
   // undefined (the HSA simulator only bounds them by the allocation).
   // Through the HSA simulator: its trace hash, for hal-check's run trace

@@ -10,8 +10,10 @@ void RegisterCudaCtsBackend() {
   Backend b;
   b.name = "cuda";
   b.default_uri = "cuda";
-  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagHostCallRunsOwnQueue};
   // No dispatch_bounds_checks: a real GPU leaves accesses outside a binding
   // undefined (the CUDA API simulator only bounds them by the allocation,
   // and reports CUDA_ERROR_ILLEGAL_ADDRESS past it), and no read-only

@@ -10,8 +10,10 @@ void RegisterHipCtsBackend() {
   Backend b;
   b.name = "hip";
   b.default_uri = "hip";
-  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagHostCallRunsOwnQueue};
   // No dispatch_bounds_checks: a real GPU leaves accesses outside a binding
   // undefined (the HIP API simulator only bounds them by the allocation).
   // Through the HIP API simulator: its trace hash, for hal-check's run

@@ -12,8 +12,13 @@ void RegisterLevelZeroCtsBackend() {
   b.name = "level_zero";
   b.default_uri = "level_zero";
   // No kTagImport: Level Zero 1.4 cannot register host memory.
-  b.tags = {kTagFiles,      kTagAlloca,           kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  b.tags = {kTagFiles,
+            kTagAlloca,
+            kTagHostCall,
+            kTagMultiQueue,
+            kTagDeviceOnlyMemory,
+            kTagDispatch,
+            kTagHostCallRunsOwnQueue};
   // zeCommandListAppendLaunchKernelIndirect reads the count on the device,
   // which applies only its own group-count limits: the HAL's
   // kMaxWorkgroupCount is not checked there (no device-side patch kernel as
