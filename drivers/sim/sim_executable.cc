@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drivers/sim/sim_range.h"
+#include "sim/core/dispatch_cap.h"
 #include "sim/core/sim_kernel_abi.h"
 
 namespace hal::sim {
@@ -358,6 +359,16 @@ Status ExecuteSimDispatch(const cmd::Dispatch& d, BindingTable table) {
             name, count[0], count[1], count[2], kMaxWorkgroupCount);
       }
     }
+  }
+
+  if (WorkgroupTotal(count) > kMaxSimulatedWorkgroups) {
+    return ResourceExhaustedError(
+        "dispatch of '%s': workgroup count [%u, %u, %u] is %llu workgroups, "
+        "more than the simulator runs in one dispatch (%llu%s)",
+        name, count[0], count[1], count[2],
+        (unsigned long long)WorkgroupTotal(count),
+        (unsigned long long)kMaxSimulatedWorkgroups,
+        d.indirect ? "; a garbage indirect count?" : "");
   }
 
   uint32_t n = f.binding_count;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "sim/core/dispatch_cap.h"
 #include "sim/engine/engine.h"
 
 namespace hal::sim::engine {
@@ -88,6 +89,18 @@ Work Engine::KernelWork(Domain* domain, const Kernel* kernel,
       std::lock_guard<std::mutex> lock(mutex_);
       if (domain->failed()) return;
       if (OpFaultLocked()) {
+        domain->Fail(Error::kLaunchFailed);
+        return;
+      }
+      if (WorkgroupTotal(grid.data()) > kMaxSimulatedWorkgroups) {
+        std::fprintf(stderr,
+                     "%s: launch of '%s' with grid (%u, %u, %u): %llu "
+                     "workgroups, more than the simulator runs in one "
+                     "launch (%llu; a garbage indirect count?)\n",
+                     options_.log_prefix, kernel->name.c_str(), grid[0],
+                     grid[1], grid[2],
+                     (unsigned long long)WorkgroupTotal(grid.data()),
+                     (unsigned long long)kMaxSimulatedWorkgroups);
         domain->Fail(Error::kLaunchFailed);
         return;
       }

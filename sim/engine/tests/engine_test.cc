@@ -581,6 +581,16 @@ TEST(EngineTest, KernelRunsWithPerBindingBounds) {
   EXPECT_EQ(offset.error(), Error::kIllegalAddress)
       << "a binding's length counts from its pointer, not the allocation's "
          "base";
+  // More workgroups than the simulator runs in one launch (a garbage
+  // indirect count): refused before any runs, not a near-endless loop.
+  Domain huge;
+  const uint32_t grid_huge[3] = {65535, 65535, 1};
+  Op too_big;
+  too_big.run = engine.KernelWork(&huge, &kernel, grid_huge, {pin, pout}, {1});
+  engine.Enqueue(queue, std::move(too_big));
+  engine.Synchronize(queue);
+  EXPECT_EQ(huge.error(), Error::kLaunchFailed);
+  EXPECT_EQ(engine.counters().kernels_run, 1u);
   engine.DestroyQueue(queue);
 }
 
