@@ -147,9 +147,9 @@ class Device : public RefCounted {
   // calls on other queues, other host threads (a semaphore the host
   // signals). Later work of its own queue that does not wait on `fn`'s
   // signals is driver-dependent, and portable code does not wait on it:
-  // the GPU-stream drivers (cuda, hip, level_zero, amdgpu) run their host
-  // calls beside the stream and run that work meanwhile; sim (both modes)
-  // and metal keep it behind `fn`, so the wait times out. The CTS checks
+  // cuda, hip, level_zero, amdgpu and metal run their host calls beside
+  // the queue and run that work meanwhile; sim (both modes) keeps it
+  // behind `fn` (a worker per queue), so the wait times out. The CTS checks
   // each driver's side (Submission.HostCallWaitingOnLaterWorkOfItsOwnQueue,
   // tag host_call_runs_own_queue). It must not wait on:
   // - later work that waits, directly or not, on `fn`'s signals: that

@@ -37,8 +37,10 @@ void RegisterMetalCtsBackend() {
   // No dispatch bounds checks (Metal binds a buffer with no length).
   // Host import wraps whole pages (newBufferWithBytesNoCopy:); the import
   // tests use page-aligned memory.
-  b.tags = {kTagFiles,      kTagImport,           kTagAlloca,  kTagHostCall,
-            kTagMultiQueue, kTagDeviceOnlyMemory, kTagDispatch};
+  b.tags = {kTagFiles,      kTagImport,
+            kTagAlloca,     kTagHostCall,
+            kTagMultiQueue, kTagDeviceOnlyMemory,
+            kTagDispatch,   kTagHostCallRunsOwnQueue};
   // dispatchThreadgroupsWithIndirectBuffer: has the GPU read the count;
   // Metal checks no limit the HAL's kMaxWorkgroupCount could map to, and
   // there is no device-side patch kernel here (the AMDGPU driver has one).
