@@ -140,6 +140,8 @@ StatusOr<Ref<Buffer>> Device::QueueAlloca(QueueAffinity affinity,
     FailSignals(signal, failed);
     return buffer;
   }
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_alloca", &wait, &held);
   auto buffer = QueueAllocaImpl(q, wait, signal, resolved, size);
   if (buffer.ok()) {
     Track("queue_alloca", q, wait, signal, OkStatus()).IgnoreError();
@@ -165,6 +167,8 @@ Status Device::QueueDealloca(QueueAffinity affinity, SemaphoreList wait,
     FailSignals(signal, failed);
     return OkStatus();
   }
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_dealloca", &wait, &held);
   Status s = QueueDeallocaImpl(q, wait, signal, buffer);
   if (!s.ok()) buffer->CancelDealloca();
   return Track("queue_dealloca", q, wait, signal, std::move(s));
@@ -213,6 +217,8 @@ Status Device::QueueFill(QueueAffinity affinity, SemaphoreList wait,
       ValidateFill(target, offset, length, pattern, pattern_length, &resolved));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_fill", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_fill", &wait, &held);
   return Track("queue_fill", q, wait, signal,
                QueueFillImpl(q, wait, signal, target, offset, resolved, pattern,
                              pattern_length));
@@ -233,6 +239,8 @@ Status Device::QueueUpdate(QueueAffinity affinity, SemaphoreList wait,
       BufferUsage::kTransferTarget, offset, length, &resolved, "queue_update"));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_update", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_update", &wait, &held);
   return Track(
       "queue_update", q, wait, signal,
       QueueUpdateImpl(q, wait, signal, source, target, offset, length));
@@ -265,6 +273,8 @@ Status Device::QueueCopy(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_copy source", &q));
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_copy target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_copy", &wait, &held);
   return Track("queue_copy", q, wait, signal,
                QueueCopyImpl(q, wait, signal, source, source_offset, target,
                              target_offset, length));
@@ -295,6 +305,8 @@ Status Device::QueueRead(QueueAffinity affinity, SemaphoreList wait,
   }
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(target, "queue_read target", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_read", &wait, &held);
   return Track("queue_read", q, wait, signal,
                QueueReadImpl(q, wait, signal, source, source_offset, target,
                              target_offset, length));
@@ -328,6 +340,8 @@ Status Device::QueueWrite(QueueAffinity affinity, SemaphoreList wait,
   }
   HAL_RETURN_IF_ERROR(NarrowQueueAffinity(source, "queue_write source", &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_write", &wait, &held);
   return Track("queue_write", q, wait, signal,
                QueueWriteImpl(q, wait, signal, source, source_offset, target,
                               target_offset, length));
@@ -352,6 +366,8 @@ Status Device::QueueExecute(QueueAffinity affinity, SemaphoreList wait,
     HAL_RETURN_IF_ERROR(command_buffer->ValidateSubmission(bindings));
   }
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_execute", &wait, &held);
   return Track("queue_execute", q, wait, signal,
                QueueExecuteImpl(q, wait, signal, command_buffer, bindings));
 }
@@ -384,6 +400,8 @@ Status Device::QueueDispatch(QueueAffinity affinity, SemaphoreList wait,
                             "queue_dispatch workgroup count", &q));
   }
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_dispatch", &wait, &held);
   return Track("queue_dispatch", q, wait, signal,
                QueueDispatchImpl(q, wait, signal, params));
 }
@@ -394,6 +412,8 @@ Status Device::QueueHostCall(QueueAffinity affinity, SemaphoreList wait,
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (!fn) return InvalidArgumentError("queue_host_call: function is empty");
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_host_call", &wait, &held);
   return Track("queue_host_call", q, wait, signal,
                QueueHostCallImpl(q, wait, signal, std::move(fn)));
 }
@@ -403,6 +423,8 @@ Status Device::QueueBarrier(QueueAffinity affinity, SemaphoreList wait,
   QueueAffinity q;
   HAL_RETURN_IF_ERROR(ValidateQueue(affinity, wait, signal, &q));
   if (FailedAtSubmission(wait, signal)) return OkStatus();
+  std::vector<SemaphorePoint> held;
+  ApplyHold("queue_barrier", &wait, &held);
   return Track("queue_barrier", q, wait, signal,
                QueueExecuteImpl(q, wait, signal, nullptr, {}));
 }
@@ -414,6 +436,38 @@ Status Device::QueueFlush(QueueAffinity affinity) {
 }
 
 Status Device::WaitIdle(Timeout timeout) { return WaitIdleImpl(timeout); }
+
+void OperationHold::Resume() {
+  if (released_.exchange(true)) return;
+  gate_->Signal(1).IgnoreError();  // a failed gate fails the held op
+}
+
+StatusOr<Ref<OperationHold>> Device::HoldNextOperation(std::string kind) {
+  HAL_ASSIGN_OR_RETURN(Ref<Semaphore> gate, CreateSemaphore(0));
+  Ref<OperationHold> hold =
+      Ref<OperationHold>::Adopt(new OperationHold(std::move(kind), gate));
+  std::lock_guard<std::mutex> lock(holds_mutex_);
+  holds_.push_back(hold);
+  hold_count_.fetch_add(1);
+  return hold;
+}
+
+void Device::ApplyHold(const char* kind, SemaphoreList* wait,
+                       std::vector<SemaphorePoint>* held) {
+  if (hold_count_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(holds_mutex_);
+  for (auto it = holds_.begin(); it != holds_.end(); ++it) {
+    const std::string& want = (*it)->kind();
+    if (!want.empty() && want != kind) continue;
+    held->assign(wait->begin(), wait->end());
+    held->push_back({(*it)->gate_.get(), 1});
+    *wait = SemaphoreList(held->data(), held->size());
+    (*it)->taken_.store(true);
+    holds_.erase(it);
+    hold_count_.fetch_sub(1);
+    return;
+  }
+}
 
 // The default transfer implementations record a one-shot command buffer, so
 // a driver that can execute command buffers gets every transfer for free.

@@ -31,10 +31,13 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "hal/allocator.h"
 #include "hal/buffer.h"
@@ -64,6 +67,30 @@ struct DeviceInfo {
 // signals are signalled or failed. It must not block on work that is queued
 // behind it on the same device.
 using HostCallFn = std::function<Status()>;
+
+// A hold on one queue operation (Device::HoldNextOperation): a test API to
+// force an interleaving without timing. The held operation waits, besides
+// its own waits, until Resume (or until the hold is destroyed), so
+// nothing it signals or writes happens before the test says so.
+class OperationHold : public RefCounted {
+ public:
+  const std::string& kind() const { return kind_; }
+  // An operation took the hold (it was submitted after HoldNextOperation).
+  bool taken() const { return taken_.load(); }
+  // Releases the hold: the held operation goes on; before any took it, the
+  // next operation of the kind is not held. Idempotent. (Not named Release:
+  // that is RefCounted's.)
+  void Resume();
+
+ private:
+  friend class Device;
+  OperationHold(std::string kind, Ref<Semaphore> gate)
+      : kind_(std::move(kind)), gate_(std::move(gate)) {}
+  ~OperationHold() override { Resume(); }
+  std::string kind_;
+  Ref<Semaphore> gate_;
+  std::atomic<bool> taken_{false}, released_{false};
+};
 
 class Device : public RefCounted {
  public:
@@ -170,6 +197,16 @@ class Device : public RefCounted {
   // Blocks until every operation submitted so far has finished (or failed).
   Status WaitIdle(Timeout timeout);
 
+  // Testing: holds the next queue operation of `kind` ("queue_fill",
+  // "queue_copy", "queue_execute", "queue_host_call", "queue_alloca", ...:
+  // the names of the wait-for graph; "" for any) submitted on this device
+  // from now: it is handed to the driver with one more wait, on a
+  // semaphore of this device that OperationHold::Resume signals. Works on
+  // every driver (the hold is in this layer). An operation whose own wait
+  // has already failed is failed at submission and takes no hold. Holds
+  // are taken in the order they were made.
+  StatusOr<Ref<OperationHold>> HoldNextOperation(std::string kind);
+
  protected:
   Device(DeviceInfo info, Ref<Allocator> allocator)
       : info_(std::move(info)), allocator_(std::move(allocator)) {}
@@ -241,9 +278,17 @@ class Device : public RefCounted {
   Status Track(const char* kind, QueueAffinity affinity, SemaphoreList wait,
                SemaphoreList signal, Status submitted) const;
 
+  // `*wait` plus the gate of the first pending hold for `kind`, if any
+  // (stored in `held`, which must outlive the submission).
+  void ApplyHold(const char* kind, SemaphoreList* wait,
+                 std::vector<SemaphorePoint>* held);
+
   DeviceInfo info_;
   Ref<Allocator> allocator_;
   Ref<BlockPool> block_pool_ = BlockPool::Create();
+  std::mutex holds_mutex_;
+  std::vector<Ref<OperationHold>> holds_;  // made, not yet taken
+  std::atomic<size_t> hold_count_{0};
 };
 
 }  // namespace hal

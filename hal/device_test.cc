@@ -29,6 +29,7 @@ class FakeDevice final : public Device {
   }
   std::atomic<int> impl_calls{0};
   QueueAffinity last_execute_affinity = 0;
+  std::vector<SemaphorePoint> last_execute_waits;
 
  protected:
   explicit FakeDevice(DeviceInfo info) : Device(std::move(info), nullptr) {}
@@ -54,10 +55,12 @@ class FakeDevice final : public Device {
     ++impl_calls;
     return OkStatus();
   }
-  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList, SemaphoreList,
-                          CommandBuffer*, BindingTable) override {
+  Status QueueExecuteImpl(QueueAffinity affinity, SemaphoreList wait,
+                          SemaphoreList, CommandBuffer*,
+                          BindingTable) override {
     ++impl_calls;
     last_execute_affinity = affinity;
+    last_execute_waits.assign(wait.begin(), wait.end());
     return OkStatus();
   }
   Status QueueHostCallImpl(QueueAffinity, SemaphoreList, SemaphoreList,
@@ -300,6 +303,40 @@ TEST_F(WaitGraphOn, ASemaphoreReleasedWhileAnOperationNeedsItIsReported) {
     ASSERT_TRUE(done->Signal(1).ok());
   }
   EXPECT_EQ(WaitGraphLifetimeViolations(), before + 1);
+}
+
+// Holds (Device::HoldNextOperation) are taken by kind, in the order they
+// were made, add one wait that Resume (or the hold's destruction) reaches,
+// and a hold resumed before any operation took it holds nothing.
+TEST(DeviceHold, TakenByKindInOrderAndResumedOnce) {
+  Ref<FakeDevice> device = FakeDevice::Create();
+  Ref<Semaphore> s = Semaphore::Create(0);
+  SemaphorePoint s1{s.get(), 1};
+  Ref<OperationHold> any = device->HoldNextOperation("").value();
+  Ref<OperationHold> fill = device->HoldNextOperation("queue_fill").value();
+  ASSERT_TRUE(device->QueueBarrier(1, {&s1, 1}, {}).ok());
+  EXPECT_TRUE(any->taken());
+  EXPECT_FALSE(fill->taken()) << "a barrier is no queue_fill";
+  ASSERT_EQ(device->last_execute_waits.size(), 2u);
+  EXPECT_EQ(device->last_execute_waits[0].semaphore, s.get());
+  Semaphore* gate = device->last_execute_waits[1].semaphore;
+  EXPECT_FALSE(gate->Reached(1));
+  any->Resume();
+  EXPECT_TRUE(gate->Reached(1));
+  any->Resume();  // idempotent
+  // The next barrier is not held; the fill hold waits for a fill.
+  ASSERT_TRUE(device->QueueBarrier(1, {&s1, 1}, {}).ok());
+  EXPECT_EQ(device->last_execute_waits.size(), 1u);
+  // Resumed before any fill took it: holds nothing; destroying it is fine.
+  fill->Resume();
+  fill.reset();
+  // A hold destroyed after it was taken resumes its operation.
+  Ref<OperationHold> dropped = device->HoldNextOperation("").value();
+  ASSERT_TRUE(device->QueueBarrier(1, {}, {}).ok());
+  ASSERT_EQ(device->last_execute_waits.size(), 1u);
+  Ref<Semaphore> held_gate(device->last_execute_waits[0].semaphore);
+  dropped.reset();
+  EXPECT_TRUE(held_gate->Reached(1));
 }
 
 }  // namespace

@@ -1127,6 +1127,63 @@ TEST_F(Submission, HostCallWaitingOnLaterWorkOfItsOwnQueue) {
       << (HasTag(kTagHostCallRunsOwnQueue) ? "it runs" : "it stays behind");
 }
 
+// Hold and release (Device::HoldNextOperation): an exact interleaving with
+// no timing. A held copy holds everything behind it on another queue; the
+// device cannot go idle; on release both run, in order.
+TEST_F(Submission, HeldOperationHoldsEveryWaiterUntilReleased) {
+  const QueueAffinity other = device()->queue_count() >= 2 ? 2 : 1;
+  auto src = NewHostBuffer(64, 0x11), mid = NewHostBuffer(64, 0xEE),
+       dst = NewHostBuffer(64, 0xEE);
+  auto a = NewSemaphore(0), b = NewSemaphore(0);
+  ASSERT_TRUE(src && mid && dst && a && b);
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<OperationHold> hold,
+                           device()->HoldNextOperation("queue_copy"));
+  CTS_ASSERT_OK(device()->QueueCopy(1, {}, Points{{a.get(), 1}}, src.get(), 0,
+                                    mid.get(), 0, 64));
+  EXPECT_TRUE(hold->taken());
+  CTS_ASSERT_OK(device()->QueueCopy(other, Points{{a.get(), 1}},
+                                    Points{{b.get(), 1}}, mid.get(), 0,
+                                    dst.get(), 0, 64));
+  CTS_EXPECT_CODE(kDeadlineExceeded, device()->WaitIdle(Timeout::After(20ms)));
+  EXPECT_EQ(Payload(a.get()), 0u);
+  EXPECT_EQ(Payload(b.get()), 0u);
+  EXPECT_EQ(Diff(ReadBack(mid.get()), Bytes(64, 0xEE)), "");
+  EXPECT_EQ(Diff(ReadBack(dst.get()), Bytes(64, 0xEE)), "");
+  hold->Resume();
+  CTS_ASSERT_OK(WaitFor(b.get(), 1));
+  EXPECT_EQ(Diff(ReadBack(dst.get()), Bytes(64, 0x11)), "");
+}
+
+// queue_dealloca against a use it is ordered after, with the use held:
+// the memory stays until the use ran (a dealloca that ignored its wait
+// would free it under the held copy: the simulators report the use after
+// free, ASan the rest).
+TEST_F(Submission, DeallocaBehindAHeldUseWaitsForIt) {
+  CTS_REQUIRE_TAG(kTagAlloca);
+  const QueueAffinity other = device()->queue_count() >= 2 ? 2 : 1;
+  auto out = NewHostBuffer(256, 0xEE);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(out && s);
+  CTS_ASSERT_OK_AND_ASSIGN(Ref<OperationHold> hold,
+                           device()->HoldNextOperation("queue_copy"));
+  CTS_ASSERT_OK_AND_ASSIGN(
+      Ref<HalBuffer> buffer,
+      device()->QueueAlloca(1, {}, Points{{s.get(), 1}}, DeviceParams(), 256));
+  CTS_ASSERT_OK(
+      Fill(1, {{s.get(), 1}}, {{s.get(), 2}}, buffer.get(), 0, 256, 0x77));
+  CTS_ASSERT_OK(device()->QueueCopy(1, Points{{s.get(), 2}},
+                                    Points{{s.get(), 3}}, buffer.get(), 0,
+                                    out.get(), 0, 256));
+  CTS_ASSERT_OK(device()->QueueDealloca(other, Points{{s.get(), 3}},
+                                        Points{{s.get(), 4}}, buffer.get()));
+  buffer.reset();
+  CTS_EXPECT_CODE(kDeadlineExceeded, device()->WaitIdle(Timeout::After(20ms)));
+  EXPECT_EQ(Payload(s.get()), 2u) << "the fill ran; the copy is held";
+  hold->Resume();
+  CTS_ASSERT_OK(WaitFor(s.get(), 4));
+  EXPECT_EQ(Diff(ReadBack(out.get()), Bytes(256, 0x77)), "");
+}
+
 TEST_F(Submission, QueueCopyKeepsItsSourceAlive) {
   auto gate = NewSemaphore(0), done = NewSemaphore(0);
   auto target = NewHostBuffer(64, 0xEE);
