@@ -34,6 +34,7 @@ struct Graph {
   // Short names for semaphores in reports (s1, s2, ...), by first sight.
   std::map<const Semaphore*, uint64_t> names;
   uint64_t next_name = 1;
+  bool full = false;  // stopped recording once (reported)
 };
 
 std::atomic<bool> g_enabled{false};
@@ -142,7 +143,22 @@ void WaitGraphRecord(const void* device, const char* kind,
   std::lock_guard<std::mutex> lock(g.mutex);
   e.id = g.next_id++;
   PruneLocked(g);
-  if (!Finished(e)) g.entries.push_back(std::move(e));
+  if (Finished(e)) return;
+  // Pruning walks every entry: past this many pending operations the graph
+  // stops growing (checks then cover the operations it holds), so that a
+  // program with a huge backlog does not pay quadratic time.
+  constexpr size_t kMaxEntries = 16384;
+  if (g.entries.size() >= kMaxEntries) {
+    if (!g.full) {
+      g.full = true;
+      std::fprintf(stderr,
+                   "hal: wait graph: more than %zu operations pending; later "
+                   "ones are not tracked\n",
+                   kMaxEntries);
+    }
+    return;
+  }
+  g.entries.push_back(std::move(e));
 }
 
 void WaitGraphForget(const void* device) {

@@ -13,8 +13,9 @@
 //
 // An operation is finished when each of its signal points is reached or
 // failed; operations without signals are not tracked (nothing observes
-// them). Off by default (one relaxed load per submission); hal-check turns
-// it on. Thread-safe.
+// them). At most 16,384 pending operations are held (later ones are not
+// tracked, said once on stderr). Off by default (one relaxed load per
+// submission); hal-check turns it on. Thread-safe.
 #pragma once
 
 #include <chrono>
