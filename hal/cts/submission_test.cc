@@ -1100,18 +1100,24 @@ TEST_F(Submission, ExecutionKeepsSubspansInItsBindingTableAlive) {
 TEST_F(Submission, HostCallWaitingOnLaterWorkOfItsOwnQueue) {
   CTS_REQUIRE_TAG(kTagHostCall);
   auto buffer = NewDeviceBuffer(256);
-  auto called = NewSemaphore(0), filled = NewSemaphore(0);
-  ASSERT_TRUE(buffer && called && filled);
+  auto go = NewSemaphore(0), called = NewSemaphore(0), filled = NewSemaphore(0);
+  ASSERT_TRUE(buffer && go && called && filled);
   auto inner = std::make_shared<std::atomic<int>>(-1);
+  HalSemaphore* go_raw = go.get();
   HalSemaphore* filled_raw = filled.get();
+  // The fill waits on `go`, which the host call signals once it runs: the
+  // fill cannot have finished before the host call started, whatever order
+  // a driver (or a seed) picks for two unordered operations.
   CTS_ASSERT_OK(device()->QueueHostCall(
-      1, {}, Points{{called.get(), 1}}, [inner, filled_raw]() -> Status {
+      1, {}, Points{{called.get(), 1}},
+      [inner, go_raw, filled_raw]() -> Status {
+        HAL_RETURN_IF_ERROR(go_raw->Signal(1));
         Status s = filled_raw->Wait(1, Timeout::After(300ms));
         inner->store(static_cast<int>(s.code()));
         return OkStatus();
       }));
-  CTS_ASSERT_OK(
-      Fill(1, {}, {{filled.get(), 1}}, buffer.get(), 0, 256, uint8_t{0x5a}));
+  CTS_ASSERT_OK(Fill(1, {{go.get(), 1}}, {{filled.get(), 1}}, buffer.get(), 0,
+                     256, uint8_t{0x5a}));
   CTS_ASSERT_OK(WaitFor(called.get(), 1));
   CTS_ASSERT_OK(WaitFor(filled.get(), 1));
   EXPECT_EQ(ReadBack(buffer.get()), Bytes(256, 0x5a));
@@ -1177,8 +1183,11 @@ TEST_F(Submission, DeallocaBehindAHeldUseWaitsForIt) {
   CTS_ASSERT_OK(device()->QueueDealloca(other, Points{{s.get(), 3}},
                                         Points{{s.get(), 4}}, buffer.get()));
   buffer.reset();
+  // The fill is not held: it finishes; the held copy and the dealloca
+  // behind it cannot.
+  CTS_ASSERT_OK(WaitFor(s.get(), 2));
   CTS_EXPECT_CODE(kDeadlineExceeded, device()->WaitIdle(Timeout::After(20ms)));
-  EXPECT_EQ(Payload(s.get()), 2u) << "the fill ran; the copy is held";
+  EXPECT_EQ(Payload(s.get()), 2u) << "the copy is held";
   hold->Resume();
   CTS_ASSERT_OK(WaitFor(s.get(), 4));
   EXPECT_EQ(Diff(ReadBack(out.get()), Bytes(256, 0x77)), "");
