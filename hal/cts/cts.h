@@ -52,6 +52,9 @@ inline constexpr char kTagDispatch[] = "dispatch";
 // Kernel accesses outside a binding fail the dispatch (the simulator);
 // real GPUs leave them undefined.
 inline constexpr char kTagDispatchBoundsChecks[] = "dispatch_bounds_checks";
+// The device refuses a dispatch of more than 2^24 workgroups in all with
+// RESOURCE_EXHAUSTED (the simulator; sim/core/dispatch_cap.h).
+inline constexpr char kTagDispatchCap[] = "dispatch_cap";
 
 struct Backend {
   std::string name;         // driver name, e.g. "sim"

@@ -287,6 +287,27 @@ TEST_F(Dispatch, IndirectCountWrittenByEarlierDispatch) {
     ASSERT_EQ(got[i], i < 1000 ? 5u : 0u) << i;
 }
 
+// A simulator runs every workgroup on a CPU and refuses a dispatch of more
+// than 2^24 of them (sim/core/dispatch_cap.h), so a garbage indirect count
+// fails the operation at once instead of running for hours.
+TEST_F(Dispatch, IndirectCountBeyondTheSimulatorCapFails) {
+  CTS_REQUIRE_TAG(kTagDispatchCap);
+  auto params = U32Buffer({65535, 65535, 1}), b = Filled(32, 0);
+  auto s = NewSemaphore(0);
+  ASSERT_TRUE(params && b && s);
+  BufferRef indirect = BufferRef::Direct(params.get());
+  U32s k = {1, 1};
+  Refs bind = {BufferRef::Direct(b.get())};
+  DispatchParams p = Params("write_ids", {}, k, bind);
+  p.indirect_workgroup_count = &indirect;
+  CTS_ASSERT_OK(device()->QueueDispatch(1, {}, Points{{s.get(), 1}}, p));
+  Status done = s->Wait(1, Timeout::After(kCtsTimeout));
+  EXPECT_EQ(done.code(), StatusCode::kResourceExhausted) << done.ToString();
+  EXPECT_NE(done.ToString().find("4294836225 workgroups"), std::string::npos)
+      << done.ToString();
+  EXPECT_EQ(Read(b.get()), U32s(32, 0)) << "no workgroup ran";
+}
+
 TEST_F(Dispatch, SubAllocatedIndirectParams) {
   // The counts live at byte 80 of a 256-byte allocation, reached through a
   // subspan at 64 plus a reference offset of 16. Everything else holds a

@@ -11,7 +11,8 @@ void RegisterSimCtsBackend() {
   b.tags = {kTagFiles,      kTagImport,
             kTagAlloca,     kTagHostCall,
             kTagMultiQueue, kTagDeviceOnlyMemory,
-            kTagDispatch,   kTagDispatchBoundsChecks};
+            kTagDispatch,   kTagDispatchBoundsChecks,
+            kTagDispatchCap};
   b.seed_param = "seed";
   b.trace_hash = [](Device* device) { return sim::SimTraceHash(device); };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
