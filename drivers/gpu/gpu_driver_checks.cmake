@@ -8,7 +8,8 @@
 #   synchronous-allocation and graph modes, each under its own seed
 #   (1, 2, 3), with races aborting: cts.<driver>-sim[-sync-alloc|-graph].<Area>;
 # - seed sweeps (label "long"): long.sweep.<driver>-sim[-graph];
-# - the replay check (label "replay"): <driver>-sim.replay.
+# - the replay checks (label "replay"; "nightly" for 20 rounds):
+#   <driver>-sim.replay, nightly.replay-under-load.<driver>-sim.
 # Labels: <driver>-sim.
 #
 # Options for a driver that differs (Level Zero):
@@ -122,15 +123,11 @@ function(hal_gpu_driver_checks)
     return()  # a second configuration: the replay check runs once
   endif()
   # The simulator's schedule replays through the whole driver: the suite
-  # twice under one seed gives the same trace, another seed a different one.
-  # Not under TSan (label "replay", not "cts"/"unit"): its slowdown stretches
-  # host threads past the settle window, which the check would report.
-  add_test(NAME ${label}.replay
-           COMMAND ${CMAKE_COMMAND} -DHAL_CHECK=$<TARGET_FILE:hal-check>
-                   -DSIM_LIBRARY=$<TARGET_FILE:${ARG_SIM_TARGET}>
-                   -DLIBRARY_VAR=${ARG_LIBRARY_VAR} "-DDEVICE=${d}://?queues=4"
-                   -DOUT_DIR=${CMAKE_BINARY_DIR}/${label}-replay -DSEED=7
-                   -P ${CMAKE_SOURCE_DIR}/drivers/gpu/tests/replay_check.cmake)
-  set_tests_properties(${label}.replay PROPERTIES
-    LABELS "replay;${label}" TIMEOUT 300 RUN_SERIAL ON)
+  # twice under one seed gives the same trace, another seed a different one,
+  # beside CPU hogs (drivers/gpu/tests/replay_checks.cmake). Not under TSan
+  # (label "replay", not "cts"/"unit"): its slowdown stretches host threads
+  # past the 250 ms bound of the settle rule.
+  include(${CMAKE_SOURCE_DIR}/drivers/gpu/tests/replay_checks.cmake)
+  hal_replay_checks(LABEL ${label} SIM_TARGET ${ARG_SIM_TARGET}
+                    LIBRARY_VAR ${ARG_LIBRARY_VAR} DEVICE "${d}://?queues=4")
 endfunction()

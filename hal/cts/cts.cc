@@ -114,6 +114,13 @@ void CtsTest::TearDown() {
       Fnv(run.hash, name.data(), name.size());
       FnvU64(run.hash, *hash);
       ++run.tests;
+      // Each test's hash, to name the first test whose schedule differs
+      // between two runs of one seed.
+      static const bool print = std::getenv("HAL_CHECK_TEST_HASHES") != nullptr;
+      if (print) {
+        std::fprintf(stderr, "trace hash of %s: 0x%016llx\n", name.c_str(),
+                     static_cast<unsigned long long>(*hash));
+      }
     }
   }
   // Liveness: every operation whose waits were reached (or failed) by now

@@ -10,7 +10,7 @@
  *   HALSIM_FAULTS=plan   the fault plan (sim/core/fault_plan.h)
  *   HALSIM_TRACE=path    writes the trace lines there
  *   HALSIM_RACES=abort   a race aborts the process (default: count it)
- *   HALSIM_SETTLE_US=N   the settle window (default 1000; 0 runs free)
+ *   HALSIM_SETTLE_US=N   the settle window (default 1; 0 runs free)
  *   HALSIM_KERNEL_DIR    where the native test-kernel modules are
  * Each library also accepts its older vendor-prefixed names as aliases
  * (HALSIM_CUDA_SEED, ...); the plain name wins when both are set.
@@ -60,7 +60,7 @@ uint64_t halsim_graphs_run(void);
 /* Waits on an event never recorded (no-ops in CUDA and HIP). */
 uint64_t halsim_unsignalled_waits(void);
 /* Queue ops completed; and those taken while the host was not quiet (after
- * 20 ms of waiting): nonzero means the trace may not replay. */
+ * 250 ms of waiting): nonzero means the trace may not replay. */
 uint64_t halsim_steps(void);
 uint64_t halsim_unsettled_steps(void);
 /* Vendor rules broken (each also reported on stderr as "<prefix>: <API>

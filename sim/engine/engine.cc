@@ -43,7 +43,7 @@ thread_local const Engine* t_host_call_engines[kMaxHostCallDepth] HALSIM_TLS =
     {};
 thread_local int t_host_call_depth HALSIM_TLS = 0;
 // Linux thread ids of every engine thread of this library's engines: the
-// device, never a host thread (HostBusyLocked).
+// device, never a host thread (HostThreadRunning).
 // Never destroyed: a library's static engine (never destroyed either) keeps
 // its thread running through exit, after the library's static destructors
 // ran (TSan reported the vector's destructor racing the thread's push_back).
@@ -484,13 +484,17 @@ void Engine::StartEngineLocked() {
   });
 }
 
-bool Engine::HostBusyLocked() {
+bool Engine::WokenWaiterLocked() const {
   // A waiter whose condition holds was woken by a step but has not taken
   // the lock back yet; until it does it is neither inside a call nor
   // visibly running (it may be waiting for this very lock).
   for (const std::function<bool()>* done : blocked_) {
     if ((*done)()) return true;
   }
+  return false;
+}
+
+bool Engine::HostThreadRunning() {
   // A thread of the process that runs outside any call may be reacting to
   // the device (a driver's host-function thread running the function
   // between its wait and its signal, or a thread it woke): let it finish or
@@ -521,8 +525,17 @@ bool Engine::HostBusyLocked() {
 }
 
 // Returns once the host has been quiet for the settle window and no host
-// thread is still reacting to the last step (HostBusyLocked), or after
-// kMaxSettleNs of activity (counted: the trace may not replay).
+// thread is still reacting to the last step, or after kMaxSettleNs of
+// activity (counted: the trace may not replay).
+//
+// The thread scans run with the engine lock released: a host thread
+// blocked on that lock (a control call such as halsim_trace_hash, or an
+// engine read just outside a call's guard) sleeps in the kernel like a
+// quiet thread, and was read as quiet while the scan held the lock; the
+// engine then stepped before the call it was about to make (a Level Zero
+// CTS trace differed in about 1 run of 20, teardown's submissions landing
+// after a step instead of before it). Released, the lock is free, so such
+// a thread takes it and runs.
 void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
   if (settle_ns_ <= 0) return;
   const int64_t start = SteadyNs();
@@ -531,13 +544,18 @@ void Engine::SettleLocked(std::unique_lock<std::mutex>& lock) {
     const int64_t quiet = now - last_activity_ns_.load();
     // Polls a busy host thread's state every 50 us at most.
     int64_t floor_ns = 20'000;
-    if (active_calls_.load() == 0 && quiet >= settle_ns_) {
+    if (active_calls_.load() == 0 && quiet >= settle_ns_ &&
+        !WokenWaiterLocked()) {
       // One scan is not a snapshot: a thread read as blocked may be woken
       // by one read later that then blocks itself. So a second scan, and
       // then the host must still be out of calls and quiet (a woken thread
       // that already reacted with a call moved last_activity_ns_).
       const int64_t before = last_activity_ns_.load();
-      if (!HostBusyLocked() && !HostBusyLocked() && active_calls_.load() == 0 &&
+      lock.unlock();
+      const bool running = HostThreadRunning() || HostThreadRunning();
+      lock.lock();
+      if (stopping_) return;
+      if (!running && !WokenWaiterLocked() && active_calls_.load() == 0 &&
           last_activity_ns_.load() == before) {
         return;
       }

@@ -31,12 +31,15 @@
 // no thread inside a HostCall, none left one for the settle window, no
 // thread that a step woke still on its way out of a blocking wait, and no
 // other thread of the process running (Linux: no /proc/self/task state 'R'
-// or 'D' but the engines' own threads). It waits a fresh window after a host
-// function or a step that wakes a blocked host thread. So the host's
-// reaction to a step (a driver's own host-function thread included) is
-// submitted before the device moves on, however long it takes, up to 250 ms
-// (then it steps anyway and counts an unsettled step). Same seed + same
-// host calls = same trace.
+// or 'D' but the engines' own threads, read twice with the engine lock
+// released, so that a thread blocked on that lock is not taken for a quiet
+// one). From such a state only a step (or a timer) can wake the host, so
+// the host's reaction to a step (a driver's own host-function thread
+// included) is submitted before the device moves on, however long it takes
+// (a thread waiting for a CPU reads as running), up to 250 ms (then it
+// steps anyway and counts an unsettled step). The window is a floor, 1 us by
+// default (HALSIM_SETTLE_US); without /proc it is the only rule, so set it
+// longer there. Same seed + same host calls = same trace.
 //
 // Threading: every public method may be called from any thread. Work and
 // host functions run on the engine thread without the engine's lock; they
@@ -209,7 +212,9 @@ struct Options {
   const char* log_prefix = "halsim";  // stderr lines start "<prefix>: "
   size_t device_memory_bytes = size_t{16} << 30;
   size_t quarantine_bytes = size_t{64} << 20;
-  int64_t settle_ns = 1000000;  // 0 runs free (not deterministic)
+  // The quiet window before a step. 1 us: the thread scans decide (see
+  // Determinism above); a longer window only matters without /proc.
+  int64_t settle_ns = 1000;  // 0 runs free (not deterministic)
 };
 
 class Queue;
@@ -360,9 +365,12 @@ class Engine {
   void StartEngineLocked();
   void SettleLocked(std::unique_lock<std::mutex>& lock);
   // Whether a host thread may still react to the last step: a blocked
-  // waiter whose condition holds but has not resumed, or a thread of the
-  // process (not an engine's) running outside any call.
-  bool HostBusyLocked();
+  // waiter whose condition holds but has not resumed (WokenWaiterLocked),
+  // or a thread of the process (not an engine's) running outside any call
+  // (HostThreadRunning: called without the engine lock, so that a thread
+  // blocked on the lock itself is not read as quiet).
+  bool WokenWaiterLocked() const;
+  static bool HostThreadRunning();
   Queue* StartReadyHeadsLocked();
   bool ReadyLocked(const Op& op) const;
   void CheckRacesLocked(Queue* queue);
