@@ -2,8 +2,9 @@
 //
 // Random sequences of host signals, host failures, queue operations (host
 // calls and barriers on random queues, with wait lists that are often not
-// satisfiable yet), waits with timeouts and queries, checked against a model
-// that computes which operations may have run.
+// satisfiable yet; some host calls fail: their work returns an error, an
+// operation fault every driver can take), waits with timeouts and queries,
+// checked against a model that computes which operations may have run.
 //
 // The model is exact because the commands keep every observable outcome
 // deterministic: payloads only grow, so the order in which runnable
@@ -15,7 +16,8 @@
 // Checked: payloads never go down and never pass the model; no operation
 // starts before its waits are reached (host calls look for themselves); a
 // signal is seen only after the work of an operation that signals it; failures
-// reach exactly the dependent signals, with the failing code; every operation
+// (host fails and failing operations) reach exactly the dependent signals,
+// with the original code, and no operation behind one runs; every operation
 // whose waits are satisfiable completes (bounded waits, so a hang fails the
 // case); polls and timeouts agree with the model.
 #include <rapidcheck.h>
@@ -62,6 +64,7 @@ struct Point {
 
 struct OpModel {
   bool host_call = true;
+  StatusCode fails = StatusCode::kOk;  // its work returns this error
   std::vector<Point> waits;
   std::vector<Point> signals;
   OpState state = OpState::kPending;
@@ -107,6 +110,13 @@ void Propagate(Model& m, std::set<int>& failed_now) {
       if (!codes.empty()) {
         op.state = OpState::kFailed;
         for (const Point& p : op.signals) FailSem(m, p.sem, codes, failed_now);
+        changed = true;
+      } else if (all_reached && op.fails != StatusCode::kOk) {
+        // The work ran and failed: its signals fail with its code.
+        op.state = OpState::kRan;
+        for (const Point& p : op.signals) {
+          FailSem(m, p.sem, {op.fails}, failed_now);
+        }
         changed = true;
       } else if (all_reached) {
         op.state = OpState::kRan;
@@ -438,6 +448,7 @@ struct HostFail : Cmd {
 
 struct Submit : Cmd {
   bool host_call;
+  StatusCode fails = StatusCode::kOk;
   int queue;
   uint32_t delay_us;
   std::vector<Point> waits;
@@ -447,6 +458,9 @@ struct Submit : Cmd {
     RC_PRE(!m.sems.empty());
     int n = static_cast<int>(m.sems.size());
     host_call = *rc::gen::inRange(0, 4) != 0;
+    if (host_call && *rc::gen::inRange(0, 5) == 0) {
+      fails = *rc::gen::elementOf(kFailCodes);
+    }
     queue = *rc::gen::inRange(0, m.queue_count);
     delay_us = *rc::gen::elementOf(std::vector<uint32_t>{0, 0, 0, 20, 200});
     int wait_count = *rc::gen::inRange(0, std::min(n, 3) + 1);
@@ -486,6 +500,7 @@ struct Submit : Cmd {
   void apply(Model& m) const override {
     OpModel op;
     op.host_call = host_call;
+    op.fails = fails;
     op.waits = waits;
     op.signals = signals;
     for (const Point& p : signals) {
@@ -548,9 +563,10 @@ struct Submit : Cmd {
     if (host_call) {
       std::weak_ptr<Shared> weak = sut.shared;
       uint32_t delay = delay_us;
+      StatusCode fails_with = fails;
       st = sut.device->QueueHostCall(
           affinity, wait_list, signal_list,
-          [rec, weak, wait_sems, delay]() -> Status {
+          [rec, weak, wait_sems, delay, fails_with]() -> Status {
             rec->started.store(true);
             std::shared_ptr<Shared> shared = weak.lock();
             for (size_t i = 0; i < rec->waits.size() && shared; ++i) {
@@ -591,6 +607,10 @@ struct Submit : Cmd {
             if (delay)
               std::this_thread::sleep_for(std::chrono::microseconds(delay));
             rec->done.store(true);
+            if (fails_with != StatusCode::kOk) {
+              return Status(fails_with, "op#" + std::to_string(rec->id) +
+                                            " failed by the property test");
+            }
             return OkStatus();
           });
     } else {
@@ -624,6 +644,7 @@ struct Submit : Cmd {
     }
     os << "}";
     if (host_call && delay_us) os << ", work=" << delay_us << "us";
+    if (fails != StatusCode::kOk) os << ", fails=" << StatusCodeName(fails);
     os << ")";
   }
 };
