@@ -13,6 +13,11 @@
 // some programs deliberately leave such a barrier out; the simulator must
 // then fail the submission with FAILED_PRECONDITION instead of silently
 // computing something.
+//
+// Failure: some submissions also wait on a gate that the host fails (before
+// or after the submission). Such an execution must not run any command
+// (every buffer keeps its bytes) and its signal must fail with the gate's
+// code.
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
@@ -413,9 +418,17 @@ struct Barrier : Cmd {
 // then every buffer must equal the reference interpreter's result.
 struct Submit : Cmd {
   int queue;
+  // 0: no gate; 1: the gate fails before the submission; 2: after it.
+  int gate_fails = 0;
+  StatusCode gate_code = StatusCode::kAborted;
   explicit Submit(const Model& m) {
     RC_PRE(m.exists);
     queue = *rc::gen::inRange(0, 64);
+    if (*rc::gen::inRange(0, 6) == 0) {
+      gate_fails = *rc::gen::inRange(1, 3);
+      gate_code = *rc::gen::element(StatusCode::kAborted, StatusCode::kDataLoss,
+                                    StatusCode::kInternal);
+    }
   }
   void checkPreconditions(const Model& m) const override {
     RC_PRE(m.exists && m.submitted < static_cast<int>(m.tables.size()));
@@ -425,7 +438,7 @@ struct Submit : Cmd {
   }
   void apply(Model& m) const override {
     const Table& t = m.tables[m.submitted];
-    if (!Racy(m)) {
+    if (!Racy(m) && gate_fails == 0) {
       for (const auto& segment : m.segments) {
         for (const Op& op : segment) Interpret(m.contents, op, t, m);
       }
@@ -440,16 +453,35 @@ struct Submit : Cmd {
     for (const Region& g : t) {
       table.push_back({sut.buffers[g.buffer].get(), g.offset, g.length});
     }
-    SemaphorePoint wait{sut.timeline.get(), sut.timeline_value};
+    Ref<Semaphore> gate;
+    std::vector<SemaphorePoint> waits = {
+        {sut.timeline.get(), sut.timeline_value}};
+    if (gate_fails) {
+      gate = sut.device->CreateSemaphore(0).value();
+      waits.push_back({gate.get(), 1});
+    }
+    const Status gate_failure(gate_code, "gate failed by the property test");
+    if (gate_fails == 1) gate->Fail(gate_failure);
     SemaphorePoint signal{sut.timeline.get(), sut.timeline_value + 1};
     QueueAffinity affinity = QueueAffinity{1}
                              << (queue % sut.device->queue_count());
-    Status st = sut.device->QueueExecute(affinity, {&wait, 1}, {&signal, 1},
+    Status st = sut.device->QueueExecute(affinity, waits, {&signal, 1},
                                          sut.cb.get(), table);
     if (!st.ok()) RC_FAIL("QueueExecute failed: " + st.ToString());
+    if (gate_fails == 2) gate->Fail(gate_failure);
     st = sut.timeline->Wait(sut.timeline_value + 1,
                             Timeout::After(kSettleTimeout));
-    if (Racy(m)) {
+    if (gate_fails) {
+      // Behind a failed wait: nothing ran, the signal carries the code.
+      if (st.code() != gate_code) {
+        RC_FAIL("an execution behind a gate failed with " +
+                std::string(StatusCodeName(gate_code)) +
+                " should fail its signal with that code; waiting gave " +
+                st.ToString());
+      }
+      sut.timeline = sut.device->CreateSemaphore(0).value();
+      sut.timeline_value = 0;
+    } else if (Racy(m)) {
       // The program lacks a barrier it needs: the checker must say so.
       if (st.code() != StatusCode::kFailedPrecondition) {
         RC_FAIL(
@@ -483,7 +515,12 @@ struct Submit : Cmd {
   }
   void show(std::ostream& os) const override {
     os << "cb->End() (once); QueueExecute(queue " << queue
-       << " mod count, cb, next table); wait; compare every buffer";
+       << " mod count, cb, next table";
+    if (gate_fails) {
+      os << ", waiting on a gate failed with " << StatusCodeName(gate_code)
+         << (gate_fails == 1 ? " before" : " after") << " the submission";
+    }
+    os << "); wait; compare every buffer";
   }
 };
 
