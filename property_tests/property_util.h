@@ -27,8 +27,15 @@ inline constexpr std::chrono::milliseconds kShortTimeout{1};
 
 // The device URI of one case. HAL_TEST_DEVICE wins when set (any driver);
 // otherwise the simulator with four queues and `sim_seed`, unless
-// HAL_SIM_SEED pins the seed.
+// HAL_SIM_SEED pins the seed. On a simulator (sim://, or a simulated vendor
+// library) the case also runs under CaseSwarmPlan(seed).
 std::string CaseDeviceUri(uint64_t sim_seed);
+
+// Swarm testing inside the properties: a fault plan drawn from the case's
+// seed, of timing faults only (slow_ppm; late_signal_ppm/_us where
+// `late_signals`), which change when operations finish and never what the
+// models expect. Empty for half the seeds, and with HAL_PROPERTY_SWARM=0.
+std::string CaseSwarmPlan(uint64_t sim_seed, bool late_signals);
 
 // Creates the device of `uri` and logs the URI (RC_LOG: printed with the
 // counterexample when the case fails). Fails the case when the device
