@@ -62,11 +62,12 @@ HALSIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* phnode, CUgraph hgraph,
   // Parameters are copied now, as CUDA does.
   const uint32_t grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
   const uint32_t block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
-  hal::sim::engine::Work work;
+  hal::sim::skin::KernelLaunch launch;
   CUresult r = KernelOp(graph->scope, p->func, grid, block, p->sharedMemBytes,
-                        p->kernelParams, p->extra, &work);
+                        p->kernelParams, p->extra, &launch);
   if (r != CUDA_SUCCESS) return r;
-  return Cu(skin::AddNode(graph, deps, num_deps, std::move(work), phnode));
+  return Cu(
+      skin::AddKernelNode(graph, deps, num_deps, std::move(launch), phnode));
 }
 
 HALSIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* phnode, CUgraph hgraph,

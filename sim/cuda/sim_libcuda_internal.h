@@ -29,7 +29,7 @@ inline skin::Graph* AsGraph(CUgraph h) { return L().Find<skin::Graph>(h); }
 // the work (stream op or graph node) in `out` (sim_libcuda_module.cc).
 CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
                   const uint32_t block[3], unsigned int shared_bytes,
-                  void** kernel_params, void** extra, engine::Work* out);
+                  void** kernel_params, void** extra, skin::KernelLaunch* out);
 
 }  // namespace hal::sim::cuda
 

@@ -119,7 +119,7 @@ namespace hal::sim::cuda {
 
 CUresult KernelOp(skin::Scope* ctx, CUfunction hfunc, const uint32_t grid[3],
                   const uint32_t block[3], unsigned int shared_bytes,
-                  void** kernel_params, void** extra, engine::Work* out) {
+                  void** kernel_params, void** extra, skin::KernelLaunch* out) {
   auto* f = reinterpret_cast<const skin::Function*>(hfunc);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (extra) return CUDA_ERROR_INVALID_VALUE;
@@ -143,9 +143,9 @@ cuLaunchKernel(CUfunction hfunc, unsigned int grid_x, unsigned int grid_y,
   if (!hfunc || !stream) return CUDA_ERROR_INVALID_HANDLE;
   const uint32_t grid[3] = {grid_x, grid_y, grid_z};
   const uint32_t block[3] = {block_x, block_y, block_z};
-  hal::sim::engine::Work work;
+  hal::sim::skin::KernelLaunch launch;
   CUresult r = KernelOp(ctx, hfunc, grid, block, shared_bytes, kernel_params,
-                        extra, &work);
+                        extra, &launch);
   if (r != CUDA_SUCCESS) return r;
-  return Cu(skin::EnqueueKernel(L(), stream, std::move(work)));
+  return Cu(skin::EnqueueKernel(L(), stream, std::move(launch)));
 }

@@ -338,6 +338,17 @@ class Engine {
   bool FindAllocation(uintptr_t p, Allocation* out) const;
   // The allocation starting exactly at `base`.
   bool AllocationAt(uintptr_t base, Allocation* out) const;
+  // What a user kernel's dispatch declares to the race checker for its
+  // binding pointers: the simulator learns only pointers (no sizes, no
+  // read-only flag), and a driver's buffers are suballocations of large
+  // blocks, so "to the end of the allocation" would report races that are
+  // not there. Each pointer that lies in an allocation declares its first
+  // 4 bytes (one element, clipped to the allocation) as written: unordered
+  // kernels (or a kernel and a copy or fill) that use one binding address
+  // are reported, races on other bytes only are missed, and two unordered
+  // kernels that only read one binding address are reported too.
+  std::vector<Range> KernelBindingRanges(
+      const std::vector<uintptr_t>& pointers) const;
 
   // --- Work (engine_work.cc): the effect of a queue op or graph node. ---
   // Each counts toward the op fault, checks its ranges (past an allocation,

@@ -24,12 +24,13 @@ Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
 
 Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
                             bool host, const char* name, Range write,
-                            Range read) {
+                            Range read, std::vector<Range> more_writes) {
   Node* node = AddNode(deps, std::move(run), host);
   if (node) {
     node->name = name;
     node->write = write;
     node->read = read;
+    node->more_writes = std::move(more_writes);
   }
   return node;
 }
@@ -37,7 +38,8 @@ Graph::Node* Graph::AddNode(const std::vector<const Node*>& deps, Work run,
 std::vector<std::string> Graph::UnorderedConflicts() const {
   std::vector<size_t> ranged;
   for (const auto& node : nodes_) {
-    if (!node->write.empty() || !node->read.empty()) {
+    if (!node->write.empty() || !node->read.empty() ||
+        !node->more_writes.empty()) {
       ranged.push_back(node->index);
     }
   }
@@ -65,8 +67,10 @@ std::vector<std::string> Graph::UnorderedConflicts() const {
       Op oa, ob;
       oa.write = a.write;
       oa.read = a.read;
+      oa.more_writes = a.more_writes;
       ob.write = b.write;
       ob.read = b.read;
+      ob.more_writes = b.more_writes;
       Range ra, rb;
       const char* what = FindConflict(oa, ob, &ra, &rb);
       if (!what) continue;

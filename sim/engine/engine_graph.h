@@ -23,6 +23,7 @@ class Graph {
     // path of edges orders (empty: nothing declared).
     const char* name = "node";
     Range write, read;
+    std::vector<Range> more_writes;  // a kernel's bindings
   };
 
   // Adds a node after `deps` (nodes of this graph, no duplicates); null for
@@ -30,7 +31,8 @@ class Graph {
   Node* AddNode(const std::vector<const Node*>& deps, Work run, bool host);
   // As above, with the ranges the node writes and reads.
   Node* AddNode(const std::vector<const Node*>& deps, Work run, bool host,
-                const char* name, Range write, Range read);
+                const char* name, Range write, Range read,
+                std::vector<Range> more_writes = {});
 
   // The vendor runs nodes that no path of edges orders at the same time:
   // each such pair whose ranges conflict (one writes what the other

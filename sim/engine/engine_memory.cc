@@ -154,4 +154,17 @@ void Engine::TrimQuarantineLocked() {
   }
 }
 
+std::vector<Range> Engine::KernelBindingRanges(
+    const std::vector<uintptr_t>& pointers) const {
+  constexpr uint64_t kElementBytes = 4;
+  std::vector<Range> ranges;
+  for (uintptr_t p : pointers) {
+    Allocation a;
+    if (!FindAllocation(p, &a) || p >= a.base + a.size) continue;
+    const uint64_t left = a.base + a.size - p;
+    ranges.push_back(Range::Of(p, left < kElementBytes ? left : kElementBytes));
+  }
+  return ranges;
+}
+
 }  // namespace hal::sim::engine

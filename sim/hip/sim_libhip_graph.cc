@@ -36,12 +36,13 @@ HALSIM_EXPORT hipError_t hipGraphAddKernelNode(hipGraphNode_t* out,
   // copied now, as HIP does.
   const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
   const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
-  hal::sim::engine::Work work;
+  hal::sim::skin::KernelLaunch launch;
   hipError_t r =
       KernelOp(graph->scope, static_cast<hipFunction_t>(p->func), grid, block,
-               p->sharedMemBytes, p->kernelParams, p->extra, &work);
+               p->sharedMemBytes, p->kernelParams, p->extra, &launch);
   if (r != hipSuccess) return r;
-  return ToHip(skin::AddNode(graph, deps, num_deps, std::move(work), out));
+  return ToHip(
+      skin::AddKernelNode(graph, deps, num_deps, std::move(launch), out));
 }
 
 HALSIM_EXPORT hipError_t hipGraphAddMemsetNode(hipGraphNode_t* out,

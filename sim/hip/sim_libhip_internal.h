@@ -37,7 +37,7 @@ inline skin::Graph* AsGraph(hipGraph_t h) { return L().Find<skin::Graph>(h); }
 hipError_t KernelOp(skin::Scope* device, hipFunction_t f,
                     const uint32_t grid[3], const uint32_t block[3],
                     unsigned int shared_bytes, void** kernel_params,
-                    void** extra, engine::Work* out);
+                    void** extra, skin::KernelLaunch* out);
 
 }  // namespace hal::sim::hip
 

@@ -117,7 +117,7 @@ namespace hal::sim::hip {
 hipError_t KernelOp(skin::Scope* device, hipFunction_t hfunc,
                     const uint32_t grid[3], const uint32_t block[3],
                     unsigned int shared_bytes, void** kernel_params,
-                    void** extra, engine::Work* out) {
+                    void** extra, skin::KernelLaunch* out) {
   auto* f = reinterpret_cast<const skin::Function*>(hfunc);
   if (!f) return hipErrorInvalidHandle;
   if (extra) {
@@ -146,9 +146,9 @@ HALSIM_EXPORT hipError_t hipModuleLaunchKernel(
   if (!f || !stream) return hipErrorInvalidHandle;  // no null stream
   const uint32_t grid[3] = {grid_x, grid_y, grid_z};
   const uint32_t block[3] = {block_x, block_y, block_z};
-  hal::sim::engine::Work work;
+  hal::sim::skin::KernelLaunch launch;
   hipError_t r = KernelOp(stream->scope, f, grid, block, shared_bytes,
-                          kernel_params, extra, &work);
+                          kernel_params, extra, &launch);
   if (r != hipSuccess) return r;
-  return ToHip(skin::EnqueueKernel(L(), stream, std::move(work)));
+  return ToHip(skin::EnqueueKernel(L(), stream, std::move(launch)));
 }

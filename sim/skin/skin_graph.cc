@@ -17,14 +17,14 @@ namespace hal::sim::skin {
 
 Code AddNode(Graph* graph, const void* const* deps, size_t num_deps,
              engine::Work run, bool host, const void** out, const char* name,
-             Range write, Range read) {
+             Range write, Range read, std::vector<Range> more_writes) {
   if (!graph || (num_deps && !deps)) return Code::kInvalidValue;
   std::vector<const engine::Graph::Node*> nodes(num_deps);
   for (size_t i = 0; i < num_deps; ++i) {
     nodes[i] = static_cast<const engine::Graph::Node*>(deps[i]);
   }
-  engine::Graph::Node* node =
-      graph->graph.AddNode(nodes, std::move(run), host, name, write, read);
+  engine::Graph::Node* node = graph->graph.AddNode(
+      nodes, std::move(run), host, name, write, read, std::move(more_writes));
   if (!node) return Code::kInvalidValue;  // foreign, null or duplicate deps
   *out = node;
   return Code::kOk;

@@ -43,7 +43,7 @@ Code GetFunction(StreamLibrary& lib, const void* handle, const char* name,
 Code LaunchWork(StreamLibrary& lib, const LaunchLimits& limits, Scope* scope,
                 const Function* f, const uint32_t grid[3],
                 const uint32_t block[3], unsigned shared_bytes, void** params,
-                engine::Work* out) {
+                KernelLaunch* out) {
   for (int i = 0; i < 3; ++i) {
     if (grid[i] == 0 || block[i] == 0 || grid[i] > limits.max_grid[i] ||
         (limits.max_grid_items &&
@@ -71,16 +71,19 @@ Code LaunchWork(StreamLibrary& lib, const LaunchLimits& limits, Scope* scope,
   std::vector<uintptr_t> pointers;
   std::vector<uint32_t> constants;
   engine::ReadLaunchParams(f->kernel, params, &pointers, &constants);
-  *out = lib.engine().KernelWork(&scope->domain, &f->kernel, grid,
-                                 std::move(pointers), std::move(constants));
+  out->writes = lib.engine().KernelBindingRanges(pointers);
+  out->work =
+      lib.engine().KernelWork(&scope->domain, &f->kernel, grid,
+                              std::move(pointers), std::move(constants));
   return Code::kOk;
 }
 
-Code EnqueueKernel(StreamLibrary& lib, Stream* stream, engine::Work work) {
+Code EnqueueKernel(StreamLibrary& lib, Stream* stream, KernelLaunch launch) {
   if (!stream) return Code::kInvalidHandle;  // no legacy default stream
   engine::Op op;
   op.name = "kernel";
-  op.run = std::move(work);
+  op.run = std::move(launch.work);
+  op.more_writes = std::move(launch.writes);
   return FromEngine(lib.engine().Enqueue(stream->queue, std::move(op)));
 }
 

@@ -273,7 +273,8 @@ Code FillAsync(StreamLibrary& lib, Stream* stream, uintptr_t dst,
 // nodes that no path of edges orders (engine::Graph::UnorderedConflicts).
 Code AddNode(Graph* graph, const void* const* deps, size_t num_deps,
              engine::Work run, bool host, const void** out,
-             const char* name = "node", Range write = {}, Range read = {});
+             const char* name = "node", Range write = {}, Range read = {},
+             std::vector<Range> more_writes = {});
 // A 1D fill's work: `height` must be 1 (2D is not simulated).
 Code FillNodeWork(StreamLibrary& lib, Graph* graph, uintptr_t dst,
                   uint32_t value, unsigned size, size_t width, size_t height,
@@ -282,11 +283,13 @@ Code FillNodeWork(StreamLibrary& lib, Graph* graph, uintptr_t dst,
 template <typename H>
 Code AddNode(Graph* graph, const H* deps, size_t num_deps, engine::Work run,
              H* out, bool host = false, const char* name = "node",
-             Range write = {}, Range read = {}) {
+             Range write = {}, Range read = {},
+             std::vector<Range> more_writes = {}) {
   if (!out) return Code::kInvalidValue;
   const void* node = nullptr;
   Code code = AddNode(graph, reinterpret_cast<const void* const*>(deps),
-                      num_deps, std::move(run), host, &node, name, write, read);
+                      num_deps, std::move(run), host, &node, name, write, read,
+                      std::move(more_writes));
   if (code == Code::kOk) *out = reinterpret_cast<H>(const_cast<void*>(node));
   return code;
 }
@@ -341,6 +344,12 @@ struct LaunchLimits {
   uint32_t max_block_threads;  // block[0] * block[1] * block[2]
   uint32_t max_shared_bytes;   // dynamic shared memory (LDS)
 };
+// A kernel launch: its work, and the ranges it declares to the race checker
+// (engine::Engine::KernelBindingRanges: the first bytes of each binding).
+struct KernelLaunch {
+  engine::Work work;
+  std::vector<Range> writes;
+};
 // Checks a launch of `f` against `limits` and the native build's block size
 // (kInvalidValue, with a line for a wrong block size), and returns its work
 // in `out`: parameters read now, each pointer bounded by its allocation; a
@@ -348,7 +357,16 @@ struct LaunchLimits {
 Code LaunchWork(StreamLibrary& lib, const LaunchLimits& limits, Scope* scope,
                 const Function* f, const uint32_t grid[3],
                 const uint32_t block[3], unsigned shared_bytes, void** params,
-                engine::Work* out);
-Code EnqueueKernel(StreamLibrary& lib, Stream* stream, engine::Work work);
+                KernelLaunch* out);
+Code EnqueueKernel(StreamLibrary& lib, Stream* stream, KernelLaunch launch);
+// A graph kernel node (CUDA and HIP), its bindings declared as a stream
+// launch's.
+template <typename H>
+Code AddKernelNode(Graph* graph, const H* deps, size_t num_deps,
+                   KernelLaunch launch, H* out) {
+  return AddNode(graph, deps, num_deps, std::move(launch.work), out,
+                 /*host=*/false, "kernel", Range{}, Range{},
+                 std::move(launch.writes));
+}
 
 }  // namespace hal::sim::skin

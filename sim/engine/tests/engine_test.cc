@@ -869,5 +869,24 @@ TEST(EngineGraph, UnorderedConflictingNodesAreRacesAndPathsOrderThem) {
   engine.DestroyQueue(q);
 }
 
+// Kernel nodes declare their bindings (Engine::KernelBindingRanges) as
+// extra written ranges; the same check covers them.
+TEST(EngineGraph, KernelNodesRaceOnTheirBindings) {
+  Graph g;
+  const Range a = Range::Of(0x1000, 4), b = Range::Of(0x2000, 4);
+  auto* k1 = g.AddNode({}, nullptr, false, "kernel", {}, {}, {a, b});
+  auto* k2 = g.AddNode({}, nullptr, false, "kernel", {}, {}, {b});  // races k1
+  auto* f = g.AddNode({k1, k2}, nullptr, false, "fill", a, {});  // after both
+  auto* k3 = g.AddNode({k1}, nullptr, false, "kernel", {}, {}, {a});  // races f
+  ASSERT_TRUE(k1 && k2 && f && k3);
+  std::vector<std::string> races = g.UnorderedConflicts();
+  ASSERT_EQ(races.size(), 2u);
+  EXPECT_NE(races[0].find("nodes 0 (kernel [0x2000"), std::string::npos)
+      << races[0];
+  EXPECT_NE(races[0].find("and 1 (kernel"), std::string::npos) << races[0];
+  EXPECT_NE(races[1].find("nodes 2 (fill"), std::string::npos) << races[1];
+  EXPECT_NE(races[1].find("and 3 (kernel"), std::string::npos) << races[1];
+}
+
 }  // namespace
 }  // namespace hal::sim::engine

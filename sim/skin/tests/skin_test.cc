@@ -201,7 +201,9 @@ TEST(SkinQueue, UnorderedStreamsRaceOnEveryRangeAStreamOpTouches) {
             Code::kOk);
   ASSERT_EQ(Allocate(lib, &c, kBytes, engine::MemoryKind::kDevice, 256),
             Code::kOk);
-  enum class Kind { kFillA, kCopyAToB, kCopyAToC };
+  // kKernelA: a kernel launch whose binding is `a` (the ranges a launch
+  // declares, Engine::KernelBindingRanges; its work does nothing).
+  enum class Kind { kFillA, kCopyAToB, kCopyAToC, kKernelA };
   struct Case {
     const char* what;
     Kind first, second;
@@ -213,6 +215,9 @@ TEST(SkinQueue, UnorderedStreamsRaceOnEveryRangeAStreamOpTouches) {
       {"two copies into one target", Kind::kCopyAToB, Kind::kCopyAToB, true},
       {"two copies reading one source", Kind::kCopyAToB, Kind::kCopyAToC,
        false},
+      {"a fill of a kernel's binding", Kind::kKernelA, Kind::kFillA, true},
+      {"a copy from a kernel's binding", Kind::kCopyAToB, Kind::kKernelA, true},
+      {"two kernels on one binding", Kind::kKernelA, Kind::kKernelA, true},
   };
   auto issue = [&](Stream* stream, Kind kind) {
     switch (kind) {
@@ -222,6 +227,11 @@ TEST(SkinQueue, UnorderedStreamsRaceOnEveryRangeAStreamOpTouches) {
         return CopyAsync(lib, stream, Address(b), Address(a), kBytes);
       case Kind::kCopyAToC:
         return CopyAsync(lib, stream, Address(c), Address(a), kBytes);
+      case Kind::kKernelA:
+        return EnqueueKernel(
+            lib, stream,
+            KernelLaunch{nullptr,
+                         lib.engine().KernelBindingRanges({Address(a)})});
     }
     return Code::kInvalidValue;
   };
@@ -304,25 +314,26 @@ TEST(SkinLaunch, LimitsBlockSizeAndParameters) {
   const uint32_t big[3] = {101, 1, 1}, wrong[3] = {32, 2, 1};
   void* buffer = nullptr;
   void* params[] = {&buffer};
-  engine::Work work;
+  KernelLaunch launch;
   Scope* scope = lib.device(0);
-  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, big, block, 0, params, &work),
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, big, block, 0, params, &launch),
             Code::kInvalidValue);
-  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, wrong, 0, params, &work),
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, wrong, 0, params, &launch),
             Code::kInvalidValue)
       << "not the native build's block size";
-  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 2048, params, &work),
-            Code::kInvalidValue);
-  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, nullptr, &work),
+  EXPECT_EQ(
+      LaunchWork(lib, limits, scope, &f, one, block, 2048, params, &launch),
+      Code::kInvalidValue);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, nullptr, &launch),
             Code::kInvalidValue)
       << "a binding without parameters";
-  EXPECT_FALSE(work);
-  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, params, &work),
+  EXPECT_FALSE(launch.work);
+  EXPECT_EQ(LaunchWork(lib, limits, scope, &f, one, block, 0, params, &launch),
             Code::kOk);
-  EXPECT_TRUE(work);
+  EXPECT_TRUE(launch.work);
   const LaunchLimits items = {{100, 10, 10}, 64 * 50, 1024, 1024};
   const uint32_t many[3] = {51, 1, 1};
-  EXPECT_EQ(LaunchWork(lib, items, scope, &f, many, block, 0, params, &work),
+  EXPECT_EQ(LaunchWork(lib, items, scope, &f, many, block, 0, params, &launch),
             Code::kInvalidValue)
       << "grid x block past the work-item limit";
 }
