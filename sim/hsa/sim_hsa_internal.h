@@ -73,16 +73,23 @@ struct Queue {
   Agent* agent = nullptr;
   void (*callback)(hsa_status_t, hsa_queue_t*, void*) = nullptr;
   void* callback_data = nullptr;
-  engine::Queue* queue = nullptr;  // the engine queue its packets run on
-  engine::Domain domain;           // a failed packet's error (kernels, faults)
+  // The engine queues its packets run on: a packet with the barrier bit
+  // runs alone; one without it may run on the other lane beside the packet
+  // before it (AQL's freedom, taken: sim_hsa_queue.cc).
+  static constexpr int kLanes = 2;
+  engine::Queue* lanes[kLanes] = {};
+  engine::Domain domain;  // a failed packet's error (kernels, faults)
   std::atomic<uint64_t> read_index{0};
   std::atomic<uint64_t> write_index{0};
   // The packet processor (sim_hsa_queue.cc), under `mutex`: packets handed
-  // to the engine, whether the last one is still running (one at a time),
-  // and the highest doorbell value (-1: never rung).
+  // to the engine, the lanes running one, packets that completed before an
+  // earlier one (the read index passes only completed prefixes), and the
+  // highest doorbell value (-1: never rung).
   std::mutex mutex;
   uint64_t scanned = 0;
-  bool in_flight = false;
+  bool lane_busy[kLanes] = {};
+  int in_flight = 0;
+  std::vector<uint64_t> completed_early;
   int64_t rung = -1;
   std::atomic<bool> active{true};
   std::atomic<bool> error_reported{false};

@@ -20,9 +20,13 @@
 //     hang a test; the processor stays there and a later doorbell looks
 //     again. The ring is registered with the engine, so kernels may write
 //     packets into it.
-//   * The engine runs a queue's packets one after another (so the barrier
-//     bit always holds: a stronger order than AQL's, which lets packets
-//     without it overlap), each once its waits hold: KERNEL_DISPATCH (the
+//   * The engine runs a queue's packets in order, each once its waits
+//     hold, and takes AQL's freedom: a packet without the barrier bit
+//     starts as soon as the packet before it started (on the queue's second
+//     engine lane, when that one is free), so the two overlap in virtual
+//     time, finish in the seed's order, and the race checker sees them
+//     together; a packet with the barrier bit starts once every packet
+//     before it completed. KERNEL_DISPATCH (the
 //     kernel object's native build over the grid, arguments read from the
 //     kernarg address when it runs), BARRIER_AND (each dependency == 0),
 //     BARRIER_OR (any dependency == 0; null handles ignored, none: no
@@ -48,6 +52,7 @@
 //
 // Not simulated yet: agent dispatch packets, the packet processor picking
 // packets up before any doorbell.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
@@ -244,22 +249,31 @@ void ReportQueueError(Queue* q, hsa_status_t status, const char* what) {
 namespace {
 
 // The packet processor reaches the next packet (q->mutex held): called when
-// the doorbell rings with the processor idle, and when a packet completes.
-// It hands at most one packet to the engine at a time and reads its header
-// and body only now, after the packet before it completed: a packet may be
-// published (its header stored) after the doorbell, by the host or by the
-// GPU (the AMDGPU driver's indirect-dispatch patch kernel publishes the
-// packet after it). `from_doorbell`: on the host thread that rang; the
-// engine thread reads only packets a doorbell covered, so what it reads does
-// not depend on how far a host thread got in writing a later packet.
-void Advance(Queue* q, bool from_doorbell) {
-  if (q->in_flight) return;
+// the doorbell rings, and when a packet completes. It reads a packet's
+// header and body only when it may start it: with the processor idle, or,
+// for a packet without the barrier bit, while one packet runs (then on the
+// free lane). A packet may be published (its header stored) after the
+// doorbell, by the host or by the GPU (the AMDGPU driver's indirect-dispatch
+// patch kernel publishes the packet after it): one still INVALID while
+// another runs is looked at again when that one completes. `from_doorbell`:
+// on the host thread that rang; the engine thread reads only packets a
+// doorbell covered, so what it reads does not depend on how far a host
+// thread got in writing a later packet.
+void Advance(Queue* q, bool from_doorbell);
+
+void AdvanceOne(Queue* q, bool from_doorbell, bool* started) {
+  *started = false;
+  if (q->in_flight >= Queue::kLanes) return;
   const uint64_t index = q->scanned;
   if (index >= q->write_index.load(std::memory_order_acquire)) return;
   const bool rung = q->rung >= 0 && index <= static_cast<uint64_t>(q->rung);
   if (!from_doorbell && !rung) return;
   uint8_t* slot = Slot(q, index);
   const uint16_t header = LoadHeader(slot);
+  if (q->in_flight > 0 && ((header & 0xff) == HSA_PACKET_TYPE_INVALID ||
+                           (header >> HSA_PACKET_HEADER_BARRIER) & 1)) {
+    return;  // after the running packet completes
+  }
   if ((header & 0xff) == HSA_PACKET_TYPE_INVALID) {
     // Real hardware waits for the header of a packet a doorbell covered;
     // the simulator reports it instead, so that a packet nobody publishes
@@ -292,8 +306,10 @@ void Advance(Queue* q, bool from_doorbell) {
       ReportQueueError(q, HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, what.c_str());
     };
   }
+  int lane = 0;
+  while (q->lane_busy[lane]) ++lane;
   engine::Work work = std::move(op.run);
-  op.run = [q, index, work = std::move(work)] {
+  op.run = [q, index, lane, work = std::move(work)] {
     if (work) work();
     if (q->domain.failed()) {
       const bool fault = q->domain.error() == engine::Error::kLaunchFailed;
@@ -306,19 +322,45 @@ void Advance(Queue* q, bool from_doorbell) {
                                "allocations");
     }
     StoreHeader(Slot(q, index), HSA_PACKET_TYPE_INVALID);
-    q->read_index.store(index + 1, std::memory_order_release);
     // The next packet is enqueued behind this one, which stays at the head
-    // of the engine queue until its completion signal is applied.
+    // of its engine lane until its completion signal is applied.
     std::lock_guard<std::mutex> lock(q->mutex);
-    q->in_flight = false;
+    // The read index passes completed packets only, in order: a packet
+    // that overtook an earlier one waits in `completed_early`.
+    uint64_t read = q->read_index.load(std::memory_order_relaxed);
+    if (index == read) {
+      ++read;
+      for (bool more = true; more;) {
+        auto it = std::find(q->completed_early.begin(),
+                            q->completed_early.end(), read);
+        more = it != q->completed_early.end();
+        if (more) {
+          q->completed_early.erase(it);
+          ++read;
+        }
+      }
+      q->read_index.store(read, std::memory_order_release);
+    } else {
+      q->completed_early.push_back(index);
+    }
+    q->lane_busy[lane] = false;
+    --q->in_flight;
     Advance(q, /*from_doorbell=*/false);
   };
   if (Signal* s = SignalOf(completion)) {
     op.signals.push_back({s->signal, engine::SignalOp::kSub, 1, nullptr});
   }
-  q->in_flight = true;
+  q->lane_busy[lane] = true;
+  ++q->in_flight;
   ++q->scanned;
-  E().Enqueue(q->queue, std::move(op));
+  *started = true;
+  E().Enqueue(q->lanes[lane], std::move(op));
+}
+
+void Advance(Queue* q, bool from_doorbell) {
+  for (bool started = true; started;) {
+    AdvanceOne(q, from_doorbell, &started);
+  }
 }
 
 }  // namespace
@@ -417,7 +459,7 @@ HALSIM_EXPORT hsa_status_t hsa_queue_create(
   }
   hsa_signal_t doorbell = MakeSignal(0);
   SignalOf(doorbell)->doorbell_of = q;
-  q->queue = E().CreateQueue();
+  for (auto*& lane : q->lanes) lane = E().CreateQueue();
   hsa_queue_t& h = q->header.hsa;
   h.type = type;
   h.features = HSA_QUEUE_FEATURE_KERNEL_DISPATCH;
@@ -426,7 +468,7 @@ HALSIM_EXPORT hsa_status_t hsa_queue_create(
   h.size = size;
   h.id = g_next_queue_id.fetch_add(1);
   if (!RegisterQueue(q)) {  // the device was lost
-    E().DestroyQueue(q->queue);
+    for (auto* lane : q->lanes) E().DestroyQueue(lane);
     SignalOf(doorbell)->doorbell_of = nullptr;
     delete SignalOf(doorbell);
     std::free(ring);
@@ -445,7 +487,7 @@ HALSIM_EXPORT hsa_status_t hsa_queue_destroy(hsa_queue_t* queue) {
   UnregisterQueue(q);
   // Waits for the packets handed over (HSA drops them; a driver destroys
   // only idle queues).
-  E().DestroyQueue(q->queue);
+  for (auto* lane : q->lanes) E().DestroyQueue(lane);
   Signal* doorbell = SignalOf(q->header.hsa.doorbell_signal);
   doorbell->doorbell_of = nullptr;
   delete doorbell;

@@ -1,6 +1,7 @@
 // The simulated ROCr's barrier packets, written by hand into AQL queues
 // (no driver): BARRIER_OR and AMD BARRIER_VALUE with masks and every
-// condition; and signed signal conditions in host waits and handlers.
+// condition; packets without the barrier bit overlapping; and signed signal
+// conditions in host waits and handlers.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -102,6 +103,39 @@ class AmdgpuSimPackets : public ::testing::Test {
   hsa_queue_t* probe_ = nullptr;
   hsa_signal_t a_ = {}, b_ = {}, done_ = {}, probe_done_ = {};
 };
+
+// AQL's freedom, taken: a packet without the barrier bit starts once the
+// packet before it started (so it may finish first, and the race checker
+// sees the two together); with the bit it waits for every packet before
+// it. A driver that drops the bit where it needs order shows as a race or
+// as work finishing early.
+TEST_F(AmdgpuSimPackets, PacketsWithoutTheBarrierBitOverlapThePacketBefore) {
+  for (bool barrier_bit : {true, false}) {
+    s_->hsa_signal_store_screlease(a_, 1);
+    s_->hsa_signal_store_screlease(b_, 1);
+    hsa_barrier_and_packet_t hold = {};
+    hold.dep_signal[0] = a_;
+    hold.completion_signal = b_;
+    Submit(queue_, &hold, Header(HSA_PACKET_TYPE_BARRIER_AND));
+    hsa_barrier_and_packet_t next = {};
+    next.completion_signal = done_;
+    uint16_t header = Header(HSA_PACKET_TYPE_BARRIER_AND);
+    if (!barrier_bit) header &= ~(1u << HSA_PACKET_HEADER_BARRIER);
+    EXPECT_EQ(RetiresAtOnce(&next, header), !barrier_bit)
+        << (barrier_bit ? "a packet with the barrier bit ran beside the "
+                          "blocked packet before it"
+                        : "a packet without the barrier bit waited for the "
+                          "packet before it");
+    EXPECT_EQ(s_->hsa_signal_load_scacquire(b_), 1) << "the hold ran early";
+    s_->hsa_signal_store_screlease(a_, 0);
+    WaitZero(b_);
+    WaitZero(done_);
+  }
+  // The read index passes completed packets only: the overtaking packet's
+  // slot is free once the one before it completed too.
+  EXPECT_EQ(s_->hsa_queue_load_read_index_scacquire(queue_),
+            s_->hsa_queue_load_write_index_relaxed(queue_));
+}
 
 // BARRIER_OR: satisfied once any dependency is 0; null handles are ignored
 // (they do not count as satisfied); with only null handles it does not
