@@ -97,6 +97,7 @@ void CtsTest::SetUp() {
   // Not a skip, even for UNAVAILABLE: a suite that skips every test on a
   // missing library passes without testing anything.
   oracles_before_ = OracleCounters();
+  if (ctx.backend->faults_on) ctx.backend->faults_on(nullptr, true);
   std::string uri = TestDeviceUri(name);
   auto device = DefaultDriverRegistry().CreateDevice(uri);
   ASSERT_TRUE(device.ok()) << "cannot create device " << uri << ": "
@@ -125,7 +126,11 @@ void CtsTest::TearDown() {
   }
   // Liveness: every operation whose waits were reached (or failed) by now
   // must finish: the test is over and nothing more will be signalled, so a
-  // runnable operation still pending is lost work (hal/wait_graph.h).
+  // runnable operation still pending is lost work (hal/wait_graph.h). The
+  // faults stop first (the liveness phase of a swarm run).
+  if (device_ && ctx.backend && ctx.backend->faults_on) {
+    ctx.backend->faults_on(device_.get(), false);
+  }
   if (device_) {
     Status live = CheckWaitGraphLiveness(device_.get(), kLivenessBound);
     if (!live.ok()) ADD_FAILURE() << live.ToString();

@@ -81,6 +81,13 @@ struct Backend {
   // simulator honours, for `hal-check --swarm`; empty: no swarm. A backend
   // with a seed_param takes them as URI parameters, else as HALSIM_FAULTS.
   std::vector<std::string> swarm_faults;
+  // Optional: turns the simulator's fault plan off (`on` false) or back on.
+  // The liveness phase: a test's teardown stops the faults before it checks
+  // that everything runnable finishes (faults must fail work, never lose
+  // it, and work still queued must finish once they stop); the next test's
+  // setup turns them back on (a plan of the process's library restarts
+  // with each test).
+  std::function<void(Device*, bool on)> faults_on;
   // The URI parameter that writes a device's trace to a file ("trace" for
   // the simulator), for `hal-check --determinism` (HAL_CHECK_TRACE_DIR); ""
   // when the trace is the process's (HALSIM_TRACE).

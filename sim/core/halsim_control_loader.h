@@ -69,6 +69,16 @@ inline std::vector<std::pair<std::string, uint64_t>> HalsimOracleCounters(
   return out;
 }
 
+// Turns the library's fault plan off (`on` false), or back to the run's
+// (`on` true: HALSIM_FAULTS, which restarts its counters and stream). Only
+// where HALSIM_FAULTS is set: a run without faults is left alone. The
+// CTS's liveness phase (Backend::faults_on).
+inline void HalsimFaultsOn(const HalsimControl& c, bool on) {
+  const char* plan = std::getenv("HALSIM_FAULTS");
+  if (!c.set_faults || !plan || !*plan) return;
+  c.set_faults(on ? plan : "");
+}
+
 // The controls for `driver` (a device URI's driver name), or empty ones when
 // its library is not a simulator (or not named in the environment).
 inline const HalsimControl& FindHalsimControl(std::string_view driver) {

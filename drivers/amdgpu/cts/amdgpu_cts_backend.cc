@@ -30,6 +30,9 @@ void RegisterAmdgpuCtsBackend() {
   };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "late_signal_ppm", "lose_device_at"};
+  b.faults_on = [](Device*, bool on) {
+    sim::HalsimFaultsOn(sim::FindHalsimControl("amdgpu"), on);
+  };
   RegisterBackend(std::move(b));
 }
 

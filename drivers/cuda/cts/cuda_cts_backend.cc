@@ -34,6 +34,9 @@ void RegisterCudaCtsBackend() {
   };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "late_signal_ppm"};
+  b.faults_on = [](Device*, bool on) {
+    sim::HalsimFaultsOn(sim::FindHalsimControl("cuda"), on);
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -30,6 +30,9 @@ void RegisterHipCtsBackend() {
   };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "late_signal_ppm"};
+  b.faults_on = [](Device*, bool on) {
+    sim::HalsimFaultsOn(sim::FindHalsimControl("hip"), on);
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -40,6 +40,9 @@ void RegisterLevelZeroCtsBackend() {
   };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "late_signal_ppm"};
+  b.faults_on = [](Device*, bool on) {
+    sim::HalsimFaultsOn(sim::FindHalsimControl("level_zero"), on);
+  };
   RegisterBackend(std::move(b));
 }
 

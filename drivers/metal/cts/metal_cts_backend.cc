@@ -61,6 +61,9 @@ void RegisterMetalCtsBackend() {
   b.oracle_counters = [] { return sim::HalsimOracleCounters(MetalControl()); };
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "late_signal_ppm"};
+  b.faults_on = [](Device*, bool on) {
+    sim::HalsimFaultsOn(MetalControl(), on);
+  };
   RegisterBackend(std::move(b));
 }
 

@@ -18,6 +18,11 @@ void RegisterSimCtsBackend() {
   b.swarm_faults = {"op_fail_ppm", "alloc_fail_ppm", "slow_ppm",
                     "lose_device_at"};
   b.trace_param = "trace";
+  // The plan is the device's (URI): off for the liveness phase; the next
+  // test's device has its own.
+  b.faults_on = [](Device* device, bool on) {
+    if (device && !on) sim::SimSetFaults(device, {}).IgnoreError();
+  };
   RegisterBackend(std::move(b));
 }
 
