@@ -172,11 +172,10 @@ Status ZeApi::StreamDestroy(gpu::GpuStream stream) {
   // Level Zero forbids destroying a list the device still uses. A lost
   // device uses nothing any more: the release goes on (a release path that
   // stopped at a lost device would leak the list).
-  if (Status synced = StreamSynchronize(stream);
-      !synced.ok() &&
-      syms_->zeDeviceGetStatus(device_) != ZE_RESULT_ERROR_DEVICE_LOST) {
-    return synced;
-  }
+  const Status synced = StreamSynchronize(stream);
+  const bool lost = !synced.ok() && syms_->zeDeviceGetStatus(device_) ==
+                                        ZE_RESULT_ERROR_DEVICE_LOST;
+  if (!synced.ok() && !lost) return synced;
   Slot* last = nullptr;
   {
     std::lock_guard<std::mutex> lock(host_mutex_);
@@ -188,7 +187,11 @@ Status ZeApi::StreamDestroy(gpu::GpuStream stream) {
       }
     }
   }
-  if (last) ReleaseSlot(last);
+  // On a lost device the stream's wait on its last host function's release
+  // may still be queued (it retires without running): that slot stays out
+  // of the pool (the destructor frees it), as a reset would pull the event
+  // from under the wait (swarm seed 314 on level_zero).
+  if (last && !lost) ReleaseSlot(last);
   {
     // The stream passed its graph launches, so their queue is idle.
     std::lock_guard<std::mutex> lock(graph_mutex_);
@@ -250,6 +253,14 @@ Status ZeApi::EventDestroy(gpu::GpuEventHandle event) {
     delete e;
     return OkStatus();
   }
+  // On a lost device a command that waits on the last record may still be
+  // queued (it retires without running) after the action that recorded it
+  // failed: a reset would pull the event from under it. The slot stays out
+  // of the pool (the pool's destruction frees it).
+  if (e->recorded && syms_->zeDeviceGetStatus(device_) != ZE_RESULT_SUCCESS) {
+    delete e;
+    return OkStatus();
+  }
   ReleaseSlot(slot);
   delete e;
   return OkStatus();
@@ -260,7 +271,13 @@ Status ZeApi::EventRecord(gpu::GpuEventHandle event, gpu::GpuStream stream) {
   auto* slot = static_cast<Slot*>(e->slot);
   if (e->recorded) {
     // A recycled event (GpuEventPool): every wait on its last record
-    // completed; its signal may still be landing.
+    // completed; its signal may still be landing. Not on a lost device:
+    // the actions that used the last record failed as soon as the loss
+    // showed, while their commands may still be queued (they retire without
+    // running), so resetting it would pull the event from under them
+    // (swarm seed 314 on level_zero: "event reset while 1 pending commands
+    // use it"). Nothing more will run there anyway.
+    HAL_RETURN_IF_ERROR(DeviceStatus("before re-recording an event"));
     ZE(zeEventHostSynchronize(slot->event, UINT64_MAX), "re-recording");
     ZE(zeEventHostReset(slot->event), "re-recording");
   }
