@@ -33,8 +33,10 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/sim/sim_device.h"
 #include "hal/device.h"
 #include "hal/semaphore.h"
+#include "hal/uri.h"
 #include "property_tests/property_util.h"
 
 namespace hal::prop {
@@ -72,6 +74,8 @@ struct OpModel {
 
 struct Model {
   int queue_count = 1;
+  bool can_lose = false;  // the simulator (sim://): LoseDevice
+  bool lost = false;
   std::vector<SemModel> sems;
   std::vector<OpModel> ops;
 };
@@ -110,6 +114,13 @@ void Propagate(Model& m, std::set<int>& failed_now) {
       if (!codes.empty()) {
         op.state = OpState::kFailed;
         for (const Point& p : op.signals) FailSem(m, p.sem, codes, failed_now);
+        changed = true;
+      } else if (all_reached && m.lost) {
+        // A lost device runs nothing: the operation fails with DATA_LOSS.
+        op.state = OpState::kFailed;
+        for (const Point& p : op.signals) {
+          FailSem(m, p.sem, {StatusCode::kDataLoss}, failed_now);
+        }
         changed = true;
       } else if (all_reached && op.fails != StatusCode::kOk) {
         // The work ran and failed: its signals fail with its code.
@@ -513,6 +524,9 @@ struct Submit : Cmd {
       const SemModel& s = m.sems[w.sem];
       if (s.failed) codes.insert(s.codes.begin(), s.codes.end());
     }
+    // On a lost device every submission fails with DATA_LOSS (a wait that
+    // had failed already may win: either code).
+    if (m.lost) codes.insert(StatusCode::kDataLoss);
     m.ops.push_back(op);
     std::set<int> failed_now;
     if (!codes.empty()) {
@@ -525,7 +539,7 @@ struct Submit : Cmd {
     // An operation that fails at submission (a wait on a failed semaphore)
     // fails its signals at once, like a host fail: let everything runnable
     // finish first, so that what the failure reaches is the model's.
-    bool fails_now = false;
+    bool fails_now = m.lost;
     for (const Point& p : waits) fails_now |= m.sems[p.sem].failed;
     if (fails_now) SettleAll(m, sut);
     // A failure still travelling towards a semaphore this operation uses
@@ -646,6 +660,66 @@ struct Submit : Cmd {
     if (host_call && delay_us) os << ", work=" << delay_us << "us";
     if (fails != StatusCode::kOk) os << ", fails=" << StatusCodeName(fails);
     os << ")";
+  }
+};
+
+// Device loss (the simulator only): every operation not yet run fails with
+// DATA_LOSS and never runs, and so does every later submission; host
+// signals and fails go on. The loss is planned one virtual nanosecond
+// ahead, and an operation with no waits makes the clock move.
+struct LoseDevice : Cmd {
+  explicit LoseDevice(const Model& m) { RC_PRE(m.can_lose && !m.lost); }
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE(m.can_lose && !m.lost);
+  }
+  void apply(Model& m) const override {
+    m.lost = true;
+    std::set<int> failed_now;
+    for (OpModel& op : m.ops) {
+      if (op.state != OpState::kPending) continue;
+      op.state = OpState::kFailed;
+      for (const Point& p : op.signals) {
+        FailSem(m, p.sem, {StatusCode::kDataLoss}, failed_now);
+      }
+    }
+    Propagate(m, failed_now);
+  }
+  void run(const Model& m, Sut& sut) const override {
+    // Everything runnable finishes first: the loss reaches what the model
+    // says is still pending.
+    SettleAll(m, sut);
+    StatusOr<uint64_t> now = sim::SimVirtualTimeNs(sut.device.get());
+    RC_ASSERT(now.ok());
+    sim::SimFaultPlan plan;
+    plan.lose_device_at = *now + 1;
+    RC_ASSERT(sim::SimSetFaults(sut.device.get(), plan).ok());
+    Ref<Semaphore> tick = sut.device->CreateSemaphore(0).value();
+    SemaphorePoint t{tick.get(), 1};
+    RC_ASSERT(sut.device
+                  ->QueueHostCall(kQueueAffinityAny, {}, {&t, 1},
+                                  [] { return OkStatus(); })
+                  .ok());
+    // The tick runs (the clock passes the plan) or is itself lost.
+    Status st = tick->Wait(1, Timeout::After(kSettleTimeout));
+    RC_ASSERT(st.ok() || st.code() == StatusCode::kDataLoss);
+    if (st.ok()) {
+      // It ran just before the loss: one more makes sure.
+      Ref<Semaphore> again = sut.device->CreateSemaphore(0).value();
+      SemaphorePoint a{again.get(), 1};
+      RC_ASSERT(sut.device
+                    ->QueueHostCall(kQueueAffinityAny, {}, {&a, 1},
+                                    [] { return OkStatus(); })
+                    .ok());
+      Status lost = again->Wait(1, Timeout::After(kSettleTimeout));
+      if (lost.code() != StatusCode::kDataLoss) {
+        RC_FAIL("an operation after the planned device loss gave " +
+                lost.ToString() + ", not DATA_LOSS");
+      }
+    }
+    AssertNoViolations(sut);
+  }
+  void show(std::ostream& os) const override {
+    os << "SimSetFaults(lose_device_at=now+1); QueueHostCall(tick)";
   }
 };
 
@@ -793,6 +867,7 @@ int main() {
     sut.pump = sut.device->CreateSemaphore(0).value();
     Model initial;
     initial.queue_count = std::min(sut.device->queue_count(), 64);
+    initial.can_lose = hal::sim::AsSimDevice(sut.device.get()).ok();
     // Without semaphores only creation can be generated; with the most, no
     // creation.
     auto next = [](const Model& m) {
@@ -800,7 +875,7 @@ int main() {
       if (m.sems.size() >= static_cast<size_t>(kMaxSemaphores)) {
         return OneOfCommands<Model, Sut, HostSignal, HostSignal, HostFail,
                              Submit, Submit, Submit, Submit, HostWait, HostWait,
-                             HostWaitList, QuerySem>(m);
+                             HostWaitList, QuerySem, LoseDevice>(m);
       }
       return OneOfCommands<Model, Sut, CreateSemaphore, CreateSemaphore,
                            HostSignal, HostSignal, HostFail, Submit, Submit,
