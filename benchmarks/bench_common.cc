@@ -6,6 +6,10 @@
 #include <vector>
 
 #include "hal/driver.h"
+#include "sim/core/halsim_control_loader.h"
+#if HAL_BENCH_HAVE_GPU
+#include "drivers/gpu/gpu_pending_actions.h"
+#endif
 #if HAL_BENCH_HAVE_TEST_KERNELS
 #include "hal/cts/test_kernels.h"
 #endif
@@ -66,6 +70,31 @@ Device* GetDevice() { return MutableDevice().get(); }
 
 void SkipWithStatus(benchmark::State& state, const Status& status) {
   state.SkipWithError(status.ToString().c_str());
+}
+
+CountsBefore TakeCounts() {
+  CountsBefore c;
+#if HAL_BENCH_HAVE_GPU
+  c.hand_offs = gpu::ThreadHandOffs();
+#endif
+  const sim::HalsimControl& control =
+      sim::FindHalsimControl(GetDevice()->info().driver);
+  if (control.api_calls) c.vendor_calls = control.api_calls();
+  return c;
+}
+
+void ReportCountsPerOp(benchmark::State& state, const CountsBefore& before) {
+  const CountsBefore after = TakeCounts();
+  state.counters["hand_offs_per_op"] = benchmark::Counter(
+      static_cast<double>(after.hand_offs - before.hand_offs),
+      benchmark::Counter::kAvgIterations);
+  const sim::HalsimControl& control =
+      sim::FindHalsimControl(GetDevice()->info().driver);
+  if (control.api_calls) {
+    state.counters["vendor_calls_per_op"] = benchmark::Counter(
+        static_cast<double>(after.vendor_calls - before.vendor_calls),
+        benchmark::Counter::kAvgIterations);
+  }
 }
 
 int BenchMain(int argc, char** argv, void (*register_fn)()) {

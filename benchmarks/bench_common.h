@@ -47,6 +47,18 @@ StatusOr<Ref<Executable>> PrepareTestKernels(ExecutableCache* cache);
 // Stops the benchmark with the status as the error message.
 void SkipWithStatus(benchmark::State& state, const Status& status);
 
+// Counts, not times (issue 26's baseline): thread hand-offs the GPU layer
+// made (gpu::ThreadHandOffs) and vendor API calls (halsim_api_calls, over a
+// simulated vendor library), per iteration. Take one before the loop and
+// report it after: counters "hand_offs_per_op" and "vendor_calls_per_op"
+// (the latter only over a simulator).
+struct CountsBefore {
+  uint64_t hand_offs = 0;
+  uint64_t vendor_calls = 0;
+};
+CountsBefore TakeCounts();
+void ReportCountsPerOp(benchmark::State& state, const CountsBefore& before);
+
 }  // namespace hal::bench
 
 // Ends the benchmark function when `expr` (a Status or StatusOr) fails.

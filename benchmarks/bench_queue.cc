@@ -119,6 +119,7 @@ void BM_Queue_ExecuteEmpty_EndToEnd(benchmark::State& state) {
   HAL_BENCH_ASSIGN(state, Ref<Semaphore> wait, device->CreateSemaphore(0));
   HAL_BENCH_ASSIGN(state, Ref<Semaphore> signal, device->CreateSemaphore(0));
   uint64_t i = 0;
+  const CountsBefore counts = TakeCounts();
   for (auto _ : state) {
     ++i;
     HAL_BENCH_CHECK(state, wait->Signal(i));
@@ -126,6 +127,7 @@ void BM_Queue_ExecuteEmpty_EndToEnd(benchmark::State& state) {
     HAL_BENCH_CHECK(state, device->QueueExecute(1, {&w, 1}, {&s, 1}, cb.get()));
     HAL_BENCH_CHECK(state, signal->Wait(i, Timeout::Infinite()));
   }
+  ReportCountsPerOp(state, counts);
 }
 BENCHMARK(BM_Queue_ExecuteEmpty_EndToEnd)->UseRealTime();
 

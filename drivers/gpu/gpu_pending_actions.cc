@@ -1,6 +1,7 @@
 #include "drivers/gpu/gpu_pending_actions.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -9,6 +10,15 @@
 #include "hal/coverage.h"
 
 namespace hal::gpu {
+
+namespace {
+std::atomic<uint64_t> g_hand_offs{0};
+void CountHandOff() { g_hand_offs.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+uint64_t ThreadHandOffs() {
+  return g_hand_offs.load(std::memory_order_relaxed);
+}
 
 void GpuAction::SetPoints(SemaphoreList wait, SemaphoreList signal) {
   wait_reached.reset(new std::atomic<bool>[wait.size()]());
@@ -96,6 +106,7 @@ void GpuPendingActions::Enqueue(std::unique_ptr<GpuAction> action) {
   ++shared_->outstanding;
   shared_->incoming.push_back(std::move(action));
   shared_->cv.notify_one();
+  CountHandOff();
 }
 
 Status GpuPendingActions::WaitIdle(Timeout timeout) {
@@ -118,6 +129,7 @@ void GpuPendingActions::OnHostFunction(void* user_data) {
   std::lock_guard<std::mutex> lock(shared->mutex);
   shared->completions.push_back(action);
   shared->cv.notify_one();
+  CountHandOff();
 }
 
 void GpuPendingActions::WorkerMain() {
@@ -378,6 +390,7 @@ void GpuPendingActions::RunHost(std::unique_ptr<GpuAction> action) {
   std::lock_guard<std::mutex> lock(q->mutex);
   q->actions.push_back(std::move(action));
   q->cv.notify_one();
+  CountHandOff();
 }
 
 void GpuPendingActions::HostMain(HostQueue* queue) {

@@ -91,6 +91,13 @@ struct GpuAction {
   void* shared = nullptr;  // GpuPendingActions::Shared, for the host function
 };
 
+// Thread hand-offs the GPU layer made in this process, every device: work
+// passed to another thread that must wake to take it (submission -> the
+// pending-actions worker, a vendor host function -> the worker, the worker
+// -> a host queue's thread). Issue 26's baseline; benchmarks report it per
+// operation (benchmarks/bench_common.h, ReportCountsPerOp).
+uint64_t ThreadHandOffs();
+
 class GpuPendingActions {
  public:
   // `streams[i]` runs queue i's work; `callback_streams[i]` its host

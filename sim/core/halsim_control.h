@@ -63,6 +63,9 @@ uint64_t halsim_unsignalled_waits(void);
  * 250 ms of waiting): nonzero means the trace may not replay. */
 uint64_t halsim_steps(void);
 uint64_t halsim_unsettled_steps(void);
+/* Vendor API entry points the host called (outermost calls; a host
+ * notification's calls do not count): the driver's vendor calls. */
+uint64_t halsim_api_calls(void);
 /* Vendor rules broken (each also reported on stderr as "<prefix>: <API>
  * rule violated: ...; seed=N"), and the library's live objects (handles
  * created and not yet destroyed; reported at exit when nonzero). */

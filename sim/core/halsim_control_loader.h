@@ -29,6 +29,7 @@ struct HalsimControl {
   uint64_t (*rule_violations)(void) = nullptr;
   uint64_t (*api_violations)(void) = nullptr;
   uint64_t (*unsignalled_waits)(void) = nullptr;
+  uint64_t (*api_calls)(void) = nullptr;
   // Whether the driver runs over a simulated vendor library.
   explicit operator bool() const { return reset_schedule != nullptr; }
 };
@@ -49,6 +50,7 @@ inline void LoadHalsimControl(void* handle, HalsimControl* c) {
   c->rule_violations = counter("halsim_rule_violations");
   c->api_violations = counter("halsim_api_violations");
   c->unsignalled_waits = counter("halsim_unsignalled_waits");
+  c->api_calls = counter("halsim_api_calls");
 }
 
 // The simulator's own checks, as counters that only grow: races, broken

@@ -281,6 +281,7 @@ Engine::HostCall::HostCall(Engine& engine) : engine_(&engine) {
   }
   ++t_host_call_depth;
   engine.active_calls_.fetch_add(1);
+  engine.api_calls_.fetch_add(1, std::memory_order_relaxed);
 }
 
 Engine::HostCall::~HostCall() {

@@ -253,6 +253,9 @@ class Engine {
   uint64_t seed() const;
   uint64_t trace_hash() const;
   uint64_t trace_length() const;
+  // Entry points the host called (outermost HostCalls; host callbacks'
+  // calls on the engine thread do not count).
+  uint64_t api_calls() const { return api_calls_.load(); }
   uint64_t virtual_time_ns() const;
   Counters counters() const;
   const char* log_prefix() const { return options_.log_prefix; }
@@ -455,6 +458,7 @@ class Engine {
   bool started_ = false;
   bool stopping_ = false;
   std::atomic<int> active_calls_{0};
+  std::atomic<uint64_t> api_calls_{0};
   std::atomic<int64_t> last_activity_ns_{0};
 };
 

@@ -56,6 +56,7 @@ void PauseHostFunctions(Library& library, int paused);
   HALSIM_CONTROL_COUNTER_(halsim_unsignalled_waits,                           \
                           get().engine().counters().unsignalled_waits)        \
   HALSIM_CONTROL_COUNTER_(halsim_steps, get().engine().counters().steps)      \
+  HALSIM_CONTROL_COUNTER_(halsim_api_calls, get().engine().api_calls())       \
   HALSIM_CONTROL_COUNTER_(halsim_unsettled_steps,                             \
                           get().engine().counters().unsettled_steps)          \
   HALSIM_CONTROL_COUNTER_(halsim_rule_violations, get().violations())         \
