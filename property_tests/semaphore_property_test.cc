@@ -693,24 +693,22 @@ struct LoseDevice : Cmd {
     sim::SimFaultPlan plan;
     plan.lose_device_at = *now + 1;
     RC_ASSERT(sim::SimSetFaults(sut.device.get(), plan).ok());
-    Ref<Semaphore> tick = sut.device->CreateSemaphore(0).value();
-    SemaphorePoint t{tick.get(), 1};
-    RC_ASSERT(sut.device
-                  ->QueueHostCall(kQueueAffinityAny, {}, {&t, 1},
-                                  [] { return OkStatus(); })
-                  .ok());
+    // An operation with no waits: its status once it finished or failed.
+    auto tick = [&sut]() -> Status {
+      Ref<Semaphore> done = sut.device->CreateSemaphore(0).value();
+      SemaphorePoint d{done.get(), 1};
+      RC_ASSERT(sut.device
+                    ->QueueHostCall(kQueueAffinityAny, {}, {&d, 1},
+                                    [] { return OkStatus(); })
+                    .ok());
+      return done->Wait(1, Timeout::After(kSettleTimeout));
+    };
     // The tick runs (the clock passes the plan) or is itself lost.
-    Status st = tick->Wait(1, Timeout::After(kSettleTimeout));
+    Status st = tick();
     RC_ASSERT(st.ok() || st.code() == StatusCode::kDataLoss);
     if (st.ok()) {
       // It ran just before the loss: one more makes sure.
-      Ref<Semaphore> again = sut.device->CreateSemaphore(0).value();
-      SemaphorePoint a{again.get(), 1};
-      RC_ASSERT(sut.device
-                    ->QueueHostCall(kQueueAffinityAny, {}, {&a, 1},
-                                    [] { return OkStatus(); })
-                    .ok());
-      Status lost = again->Wait(1, Timeout::After(kSettleTimeout));
+      Status lost = tick();
       if (lost.code() != StatusCode::kDataLoss) {
         RC_FAIL("an operation after the planned device loss gave " +
                 lost.ToString() + ", not DATA_LOSS");
